@@ -1,0 +1,25 @@
+/** Anything with `parse(input): T` validates a payload; a zod schema fits. */
+export interface PayloadSchema<T = unknown> {
+  parse(input: unknown): T;
+}
+
+export interface JobHandlerOptions {
+  /** Attempts before dead-lettering; a job's own `maxAttempts` wins. @default module `retry.maxAttempts` */
+  maxAttempts?: number;
+  /** First retry delay for this type. @default module `retry.baseDelayMs` */
+  baseDelayMs?: number;
+  /** Retry delay cap for this type. @default module `retry.maxDelayMs` */
+  maxDelayMs?: number;
+  /** Jobs of this type in flight at once in this process. @default module `concurrency` */
+  concurrency?: number;
+  /** Attempt deadline: `job.signal` aborts and the attempt fails. @default none */
+  timeoutMs?: number;
+  /** Validates the payload before the handler runs; a rejection dead-letters the job at once. */
+  schema?: PayloadSchema;
+}
+
+/** What `@JobHandler` records on a method: metadata only, interpreted at boot. */
+export interface JobHandlerMetadata {
+  readonly type: string;
+  readonly options: JobHandlerOptions;
+}

@@ -1,0 +1,16 @@
+import type { PayloadSchema } from '../decorators/job-handler-options.js';
+import type { JobContext } from '../engine/job-context.js';
+
+/** A discovered handler with its options resolved against the module defaults. */
+export interface RegisteredHandler {
+  readonly type: string;
+  /** `Provider.method`, for error messages and logs. */
+  readonly location: string;
+  readonly maxAttempts: number;
+  readonly baseDelayMs: number;
+  readonly maxDelayMs: number;
+  readonly concurrency: number;
+  readonly timeoutMs: number | null;
+  readonly schema: PayloadSchema | null;
+  invoke(payload: unknown, job: JobContext): unknown;
+}

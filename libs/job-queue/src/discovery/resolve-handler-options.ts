@@ -1,0 +1,44 @@
+import type { JobHandlerMetadata } from '../decorators/job-handler-options.js';
+import { JobQueueConfigError } from '../errors/job-queue-config.error.js';
+import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
+import { positiveInteger } from '../options/option-checks.js';
+import type { RegisteredHandler } from './registered-handler.js';
+
+const JOB_TYPE = /^\S(.{0,198}\S)?$/;
+
+/** Validates one `@JobHandler` declaration at boot and merges the module's defaults into it. */
+export function resolveHandler(
+  metadata: JobHandlerMetadata,
+  location: string,
+  invoke: RegisteredHandler['invoke'],
+  defaults: ResolvedJobQueueOptions,
+): RegisteredHandler {
+  const { type, options } = metadata;
+  if (typeof type !== 'string' || !JOB_TYPE.test(type)) {
+    throw new JobQueueConfigError(
+      `@JobHandler on ${location} needs a job type: a non-empty string of at most 200 characters without surrounding spaces.`,
+    );
+  }
+  const where = `@JobHandler('${type}') on ${location}:`;
+  const check = (name: string, value: number | undefined, fallback: number, min = 1) =>
+    positiveInteger(`${where} ${name}`, value ?? fallback, min);
+  const baseDelayMs = check('baseDelayMs', options.baseDelayMs, defaults.retry.baseDelayMs, 0);
+  const maxDelayMs = check('maxDelayMs', options.maxDelayMs, Math.max(defaults.retry.maxDelayMs, baseDelayMs), 0);
+  if (maxDelayMs < baseDelayMs) {
+    throw new JobQueueConfigError(`${where} maxDelayMs (${maxDelayMs}) must not be below baseDelayMs (${baseDelayMs}).`);
+  }
+  if (options.schema !== undefined && typeof options.schema?.parse !== 'function') {
+    throw new JobQueueConfigError(`${where} schema must be an object with a parse(input) method (a zod schema fits).`);
+  }
+  return Object.freeze({
+    type,
+    location,
+    maxAttempts: check('maxAttempts', options.maxAttempts, defaults.retry.maxAttempts),
+    baseDelayMs,
+    maxDelayMs,
+    concurrency: Math.min(check('concurrency', options.concurrency, defaults.concurrency), defaults.concurrency),
+    timeoutMs: options.timeoutMs === undefined ? null : check('timeoutMs', options.timeoutMs, 0),
+    schema: options.schema ?? null,
+    invoke,
+  });
+}

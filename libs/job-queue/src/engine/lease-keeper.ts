@@ -1,0 +1,59 @@
+import type { JobStore, Lease } from '../persistence/job.store.js';
+import type { JobStatus } from '../persistence/job-status.js';
+import type { EngineLogger } from './engine-logger.js';
+
+/** A lease the keeper renews, with the last time the database confirmed it. */
+export interface HeldLease extends Lease {
+  renewedAt: number;
+}
+
+export interface LeaseHolder {
+  heldLeases(): HeldLease[];
+  /** The lease is gone: `status` is the job's status now (`cancelled`, or null when unknown). */
+  leaseGone(jobId: string, status: JobStatus | null): void;
+}
+
+/**
+ * Renews every lease this worker holds in one statement per pass (run it every leaseMs/3).
+ * Leases the database no longer grants are reported; if the database cannot be reached, a lease
+ * not confirmed for a whole leaseMs is presumed lost, since the reaper may already have taken it.
+ */
+export class LeaseKeeper {
+  constructor(
+    private readonly store: JobStore,
+    private readonly leaseMs: number,
+    private readonly holder: LeaseHolder,
+    private readonly logger: EngineLogger,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async runOnce(): Promise<{ renewed: number; lost: number }> {
+    const leases = this.holder.heldLeases();
+    if (leases.length === 0) return { renewed: 0, lost: 0 };
+    const startedAt = this.now();
+    try {
+      const results = await this.store.renewLeases(leases, this.leaseMs);
+      let lost = 0;
+      for (const result of results) {
+        if (result.held) {
+          const lease = leases.find((l) => l.id === result.id);
+          if (lease) lease.renewedAt = startedAt;
+        } else {
+          lost++;
+          this.holder.leaseGone(result.id, result.status);
+        }
+      }
+      return { renewed: results.length - lost, lost };
+    } catch (error) {
+      this.logger.warn(`Lease renewal failed: ${(error as Error)?.message ?? error}`);
+      let lost = 0;
+      for (const lease of leases) {
+        if (this.now() - lease.renewedAt >= this.leaseMs) {
+          lost++;
+          this.holder.leaseGone(lease.id, null);
+        }
+      }
+      return { renewed: 0, lost };
+    }
+  }
+}

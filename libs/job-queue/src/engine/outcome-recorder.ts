@@ -1,0 +1,84 @@
+import type { RegisteredHandler } from '../discovery/registered-handler.js';
+import type { ClaimedJob, JobStore } from '../persistence/job.store.js';
+import type { AttemptOutcome } from './attempt-outcome.js';
+import type { EngineLogger } from './engine-logger.js';
+import type { EventSink } from './events.js';
+import type { RetryPolicy } from './retry-policy.js';
+
+const WRITE_RETRY_DELAYS_MS = [100, 250, 500, 1_000, 2_000];
+
+/**
+ * Writes an attempt's outcome with the lease as proof of ownership. A write the store refuses
+ * means another owner (or a cancel) took the job: the result is discarded, visibly. A write that
+ * fails because the database is away is retried; if it never lands, the lease expires and the
+ * reaper takes the job back, so it is still not lost.
+ */
+export class OutcomeRecorder {
+  constructor(
+    private readonly store: JobStore,
+    private readonly retryPolicy: RetryPolicy,
+    private readonly events: EventSink,
+    private readonly logger: EngineLogger,
+    private readonly workerId: string,
+    private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
+  ) {}
+
+  async record(job: ClaimedJob, handler: RegisteredHandler, outcome: AttemptOutcome): Promise<void> {
+    const base = { jobId: job.id, type: job.type, attempt: job.attempt, workerId: this.workerId };
+    switch (outcome.kind) {
+      case 'succeeded': {
+        if (await this.write(job, () => this.store.complete(job, outcome.resultJson))) {
+          this.events.emit({ kind: 'completed', ...base });
+        }
+        return;
+      }
+      case 'failed': {
+        if (outcome.permanent || job.attempt >= job.maxAttempts) {
+          if (await this.write(job, () => this.store.deadLetter(job, outcome.error, job.attempt, this.workerId))) {
+            this.logger.warn(`Job ${job.id} (${job.type}) dead-lettered after attempt ${job.attempt}: ${outcome.error}`);
+            this.events.emit({ kind: 'dead-lettered', ...base, error: outcome.error });
+          }
+          return;
+        }
+        const delayMs = this.retryPolicy.delayFor(job.attempt, handler);
+        if (await this.write(job, () => this.store.scheduleRetry(job, outcome.error, job.attempt, this.workerId, delayMs))) {
+          this.events.emit({ kind: 'retry-scheduled', ...base, error: outcome.error, delayMs });
+        }
+        return;
+      }
+      case 'interrupted': {
+        if (outcome.reason === 'lease-lost') this.leaseLost(job);
+        else if (outcome.reason === 'drain') await this.write(job, async () => (await this.store.release([job])).length === 1);
+        return;
+      }
+    }
+  }
+
+  /** Returns whether the fenced write applied; false means the lease is gone. */
+  private async write(job: ClaimedJob, apply: () => Promise<boolean>): Promise<boolean> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const applied = await apply();
+        if (!applied) this.leaseLost(job);
+        return applied;
+      } catch (error) {
+        if (attempt >= WRITE_RETRY_DELAYS_MS.length) {
+          this.logger.error(
+            `Could not record the outcome of job ${job.id} (${job.type}): ${(error as Error)?.message}. ` +
+              'Its lease will expire and the job will be retried.',
+          );
+          return false;
+        }
+        await this.sleep(WRITE_RETRY_DELAYS_MS[attempt]);
+      }
+    }
+  }
+
+  private leaseLost(job: ClaimedJob): void {
+    this.logger.warn(
+      `Job ${job.id} (${job.type}) attempt ${job.attempt}: this worker no longer holds its lease ` +
+        '(it expired and was reclaimed, or the job was cancelled); its outcome was discarded.',
+    );
+    this.events.emit({ kind: 'lease-lost', jobId: job.id, type: job.type, attempt: job.attempt, workerId: this.workerId });
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * Lets the worker loop sleep until there may be work: a notification, a freed slot, or the poll
+ * interval. A wake that arrives while nobody waits is kept, so no wake-up is lost.
+ */
+export class WakeSignal {
+  private pending = false;
+  private resolve: (() => void) | null = null;
+
+  notify(): void {
+    if (this.resolve) {
+      const resolve = this.resolve;
+      this.resolve = null;
+      resolve();
+    } else {
+      this.pending = true;
+    }
+  }
+
+  wait(timeoutMs: number): Promise<void> {
+    if (this.pending) {
+      this.pending = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.resolve = null;
+        resolve();
+      }, timeoutMs);
+      this.resolve = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+}

@@ -1,0 +1,9 @@
+/** Base class of every error this library throws; `code` is stable for programmatic checks. */
+export abstract class JobQueueError extends Error {
+  abstract readonly code: string;
+
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}

@@ -1,0 +1,20 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { type Observable, Subject } from 'rxjs';
+import type { EventSink, JobQueueEvent } from '../engine/events.js';
+
+/** The queue's event stream. Subscribe to `events$`; filter on `kind`. */
+@Injectable()
+export class JobQueueEvents implements EventSink {
+  private readonly logger = new Logger('JobQueueEvents');
+  private readonly subject = new Subject<JobQueueEvent>();
+  readonly events$: Observable<JobQueueEvent> = this.subject.asObservable();
+
+  emit(event: Omit<JobQueueEvent, 'at'>): void {
+    try {
+      this.subject.next({ ...event, at: new Date() });
+    } catch (error) {
+      // A subscriber's failure must never reach the engine that emitted the event.
+      this.logger.error(`An events$ subscriber threw on "${event.kind}": ${(error as Error)?.message ?? error}`);
+    }
+  }
+}

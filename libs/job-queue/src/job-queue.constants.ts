@@ -1,0 +1,4 @@
+/** Injection tokens and metadata keys; values are namespaced so they never collide with an app's. */
+export const JOB_QUEUE_OPTIONS = Symbol.for('auto-job-queue:options');
+export const JOB_STORE = Symbol.for('auto-job-queue:store');
+export const JOB_HANDLER_METADATA = 'auto-job-queue:job-handler';

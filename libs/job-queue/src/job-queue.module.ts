@@ -1,0 +1,54 @@
+import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { HealthIndicatorService } from '@nestjs/terminus';
+import { JobQueueAdmin } from './admin/job-queue.admin.js';
+import { JobQueueConnection } from './connection/job-queue.connection.js';
+import { JobHandlerExplorer } from './discovery/job-handler.explorer.js';
+import { JobHandlerRegistry } from './discovery/job-handler.registry.js';
+import { JobQueueEvents } from './events/job-queue.events.js';
+import { JobQueueHealthIndicator } from './health/job-queue.health.js';
+import { JOB_QUEUE_OPTIONS, JOB_STORE } from './job-queue.constants.js';
+import { JOB_QUEUE_MODULE_OPTIONS, JobQueueConfigurableModule } from './job-queue.module-definition.js';
+import type { JobQueueOptions, ResolvedJobQueueOptions } from './options/job-queue-options.js';
+import { resolveJobQueueOptions } from './options/resolve-options.js';
+import { JobQueueMonitor } from './maintenance/job-queue.monitor.js';
+import { PostgresJobStore } from './persistence/postgres-job.store.js';
+import { JobProducer } from './producer/job.producer.js';
+import { WorkerHost } from './worker/worker.host.js';
+
+/**
+ * Background jobs on PostgreSQL. `JobQueueModule.forRoot({ dataSource })` or `forRootAsync(...)`;
+ * global, so JobProducer, JobQueueAdmin, JobQueueEvents and JobQueueHealthIndicator inject anywhere.
+ */
+@Module({
+  imports: [DiscoveryModule],
+  providers: [
+    {
+      provide: JOB_QUEUE_OPTIONS,
+      useFactory: (options: JobQueueOptions) => resolveJobQueueOptions(options),
+      inject: [JOB_QUEUE_MODULE_OPTIONS],
+    },
+    {
+      provide: JobQueueConnection,
+      useFactory: (options: ResolvedJobQueueOptions) => JobQueueConnection.open(options),
+      inject: [JOB_QUEUE_OPTIONS],
+    },
+    {
+      provide: JOB_STORE,
+      useFactory: (connection: JobQueueConnection, options: ResolvedJobQueueOptions) =>
+        PostgresJobStore.fromDataSource(connection.dataSource, options.schema),
+      inject: [JobQueueConnection, JOB_QUEUE_OPTIONS],
+    },
+    HealthIndicatorService,
+    JobHandlerRegistry,
+    JobHandlerExplorer,
+    JobQueueMonitor,
+    JobQueueEvents,
+    WorkerHost,
+    JobProducer,
+    JobQueueAdmin,
+    JobQueueHealthIndicator,
+  ],
+  exports: [JobProducer, JobQueueAdmin, JobQueueEvents, JobQueueHealthIndicator, JobHandlerRegistry],
+})
+export class JobQueueModule extends JobQueueConfigurableModule {}

@@ -1,0 +1,166 @@
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { PeriodicTask } from '../engine/periodic-task.js';
+import { QueueSaturatedError } from '../errors/queue-saturated.error.js';
+import { JobQueueEvents } from '../events/job-queue.events.js';
+import { JOB_QUEUE_OPTIONS, JOB_STORE } from '../job-queue.constants.js';
+import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
+import type { JobStore } from '../persistence/job.store.js';
+
+export interface QueueSnapshot {
+  takenAt: number;
+  databaseReachable: boolean;
+  error: string | null;
+  /** Waiting jobs (pending or failed), counted up to a cap. */
+  depth: number;
+  deadLastHour: number;
+  limit: number | null;
+  saturated: boolean;
+  alerting: boolean;
+}
+
+/** Depth is counted up to this many rows when no limit is set, so a huge backlog stays cheap. */
+const UNBOUNDED_COUNT_CAP = 100_000;
+
+/**
+ * Cached queue numbers for backpressure and readiness: at most one query per `depthRefreshMs`
+ * per process, shared by concurrent callers. Enqueues made by this process since the last
+ * refresh are added to the cached depth, so a single producer never overshoots the limit; across
+ * processes the overshoot is bounded by what they enqueue within one refresh interval.
+ * Raises the dead-letter alert (event + error log) once when the threshold is reached.
+ */
+@Injectable()
+export class JobQueueMonitor implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('JobQueue');
+  private last: QueueSnapshot | null = null;
+  private refreshing: Promise<QueueSnapshot> | null = null;
+  private enqueuedSince = 0;
+  private enqueuedSinceByType = new Map<string, number>();
+  private typeDepths = new Map<string, number>();
+  private wasSaturated = false;
+  private wasAlerting = false;
+  private readonly task: PeriodicTask;
+
+  constructor(
+    @Inject(JOB_STORE) private readonly store: JobStore,
+    @Inject(JOB_QUEUE_OPTIONS) private readonly options: ResolvedJobQueueOptions,
+    private readonly events: JobQueueEvents,
+  ) {
+    // Alerts must fire even when nothing probes readiness or enqueues.
+    this.task = new PeriodicTask('Queue monitor', Math.max(options.depthRefreshMs, 5_000), () => this.snapshot(), this.logger);
+  }
+
+  onApplicationBootstrap(): void {
+    this.task.start();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.task.stop();
+  }
+
+  /** How long the worker loop may stay silent before liveness fails. */
+  get stallThresholdMs(): number {
+    return Math.max(3 * this.options.pollIntervalMs, 30_000);
+  }
+
+  async snapshot(): Promise<QueueSnapshot> {
+    if (this.last && Date.now() - this.last.takenAt < this.options.depthRefreshMs) return this.withLocalEnqueues(this.last);
+    this.refreshing ??= this.refresh().finally(() => (this.refreshing = null));
+    return this.withLocalEnqueues(await this.refreshing);
+  }
+
+  /**
+   * Throws QueueSaturatedError when adding these jobs would pass a configured limit. Counted
+   * against the cached depth plus this process's own enqueues since it was taken.
+   */
+  async admit(types: readonly string[]): Promise<void> {
+    const limit = this.options.maxQueueDepth;
+    const byType = this.options.maxQueueDepthByType;
+    const limitedTypes = types.filter((type) => byType[type] !== undefined);
+    if (limit === null && limitedTypes.length === 0) return;
+    const snapshot = await this.snapshot();
+    if (!snapshot.databaseReachable) return; // the insert itself will report the outage
+    if (limit !== null && snapshot.depth + types.length > limit) this.reject(snapshot.depth, limit);
+    for (const type of new Set(limitedTypes)) {
+      const depth = (this.typeDepths.get(type) ?? 0) + (this.enqueuedSinceByType.get(type) ?? 0);
+      const adding = types.filter((t) => t === type).length;
+      if (depth + adding > byType[type]) this.reject(depth, byType[type], type);
+    }
+  }
+
+  /** Counts jobs this process just enqueued until the next refresh sees them. */
+  recordEnqueued(types: readonly string[]): void {
+    this.enqueuedSince += types.length;
+    for (const type of types) this.enqueuedSinceByType.set(type, (this.enqueuedSinceByType.get(type) ?? 0) + 1);
+  }
+
+  private reject(depth: number, limit: number, type?: string): never {
+    if (!this.wasSaturated) {
+      this.wasSaturated = true;
+      this.logger.warn(`Queue saturated${type ? ` for type ${type}` : ''}: ${depth} waiting, limit ${limit}; enqueues are refused.`);
+      this.events.emit({ kind: 'saturated', depth, limit, ...(type ? { type } : {}) });
+    }
+    throw new QueueSaturatedError(depth, limit);
+  }
+
+  private withLocalEnqueues(snapshot: QueueSnapshot): QueueSnapshot {
+    const depth = snapshot.depth + this.enqueuedSince;
+    const saturated = snapshot.limit !== null && depth >= snapshot.limit;
+    return { ...snapshot, depth, saturated };
+  }
+
+  private async refresh(): Promise<QueueSnapshot> {
+    const limit = this.options.maxQueueDepth;
+    const limitedTypes = Object.keys(this.options.maxQueueDepthByType);
+    const countUpTo = Math.max(limit ?? 0, ...Object.values(this.options.maxQueueDepthByType), UNBOUNDED_COUNT_CAP) + 1;
+    const takenAt = Date.now();
+    try {
+      const [{ depth, deadLastHour }, typeDepths] = await Promise.all([
+        this.store.queueSnapshot(countUpTo),
+        this.store.depthByType(limitedTypes, countUpTo),
+      ]);
+      this.enqueuedSince = 0;
+      this.enqueuedSinceByType = new Map();
+      this.typeDepths = typeDepths;
+      const snapshot: QueueSnapshot = {
+        takenAt,
+        databaseReachable: true,
+        error: null,
+        depth,
+        deadLastHour,
+        limit,
+        saturated: limit !== null && depth >= limit,
+        alerting: deadLastHour >= this.options.deadLetterAlertThreshold,
+      };
+      if (!snapshot.saturated) this.wasSaturated = false;
+      await this.raiseAlertOnce(snapshot);
+      this.last = snapshot;
+      return snapshot;
+    } catch (error) {
+      const snapshot: QueueSnapshot = {
+        ...(this.last ?? { depth: 0, deadLastHour: 0, saturated: false, alerting: false }),
+        takenAt,
+        limit,
+        databaseReachable: false,
+        error: (error as Error)?.message ?? String(error),
+      };
+      this.last = snapshot;
+      return snapshot;
+    }
+  }
+
+  private async raiseAlertOnce(snapshot: QueueSnapshot): Promise<void> {
+    if (!snapshot.alerting) {
+      this.wasAlerting = false;
+      return;
+    }
+    if (this.wasAlerting) return;
+    this.wasAlerting = true;
+    const newest = await this.store.listDead(null, 3).catch(() => []);
+    const reasons = newest.map((job) => `#${job.id} ${job.type}: ${job.lastError}`).join('; ');
+    this.logger.error(
+      `${snapshot.deadLastHour} job(s) dead-lettered in the last hour (alert threshold ${this.options.deadLetterAlertThreshold}). ` +
+        `Newest: ${reasons || 'none listed'}. Inspect with JobQueueAdmin.listDead(), replay with retryDead(id).`,
+    );
+    this.events.emit({ kind: 'dead-letter-alert', count: snapshot.deadLastHour });
+  }
+}

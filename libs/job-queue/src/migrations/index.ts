@@ -1,0 +1,11 @@
+import type { MigrationInterface } from 'typeorm';
+import { DEFAULT_SCHEMA } from '../options/defaults.js';
+import { createJobsMigration } from './1764403200000-create-jobs.js';
+
+/** The library's migrations, in order, for the given schema. */
+export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array<new () => MigrationInterface> {
+  return [createJobsMigration(schema)];
+}
+
+/** Migrations for the default `job_queue` schema, for apps that run TypeORM migrations themselves. */
+export const JOB_QUEUE_MIGRATIONS = createJobQueueMigrations();

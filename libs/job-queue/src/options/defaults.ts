@@ -1,0 +1,12 @@
+/** Documented defaults, in one place. */
+export const DEFAULT_SCHEMA = 'job_queue';
+export const DEFAULT_CONCURRENCY = 10;
+export const DEFAULT_POLL_INTERVAL_MS = 1_000;
+export const DEFAULT_LEASE_MS = 30_000;
+export const DEFAULT_DRAIN_TIMEOUT_MS = 25_000;
+export const DEFAULT_MAX_ATTEMPTS = 5;
+export const DEFAULT_BASE_DELAY_MS = 1_000;
+export const DEFAULT_MAX_DELAY_MS = 3_600_000;
+export const DEFAULT_DEAD_LETTER_ALERT_THRESHOLD = 1;
+export const DEFAULT_MAINTENANCE_INTERVAL_MS = 1_000;
+export const DEFAULT_DEPTH_REFRESH_MS = 1_000;

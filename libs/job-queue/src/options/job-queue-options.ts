@@ -1,0 +1,69 @@
+import type { DataSource, DataSourceOptions } from 'typeorm';
+
+/** Retry defaults applied to every job type unless its handler or the job overrides them. */
+export interface RetryOptions {
+  /** Attempts before a job is dead-lettered. @default 5 */
+  maxAttempts?: number;
+  /** Delay before the first retry; doubles with each attempt, jittered. @default 1000 */
+  baseDelayMs?: number;
+  /** Cap on the retry delay. @default 3600000 (one hour) */
+  maxDelayMs?: number;
+}
+
+export interface JobQueueOptions {
+  /**
+   * TypeORM `DataSourceOptions` for PostgreSQL, which the module opens and closes itself, or an
+   * initialised `DataSource` the application owns (it must list `JOB_QUEUE_ENTITIES`).
+   */
+  dataSource: DataSourceOptions | DataSource;
+  /** PostgreSQL schema holding the module's tables. @default 'job_queue' */
+  schema?: string;
+  /** Create or upgrade the tables at boot, serialised across instances. @default true */
+  autoMigrate?: boolean;
+  /** `false` makes a producer-only process: it enqueues and never claims. @default true */
+  runWorker?: boolean;
+  /** Identity written to `worker_id` on claim. @default `${hostname}-${pid}-${random}` */
+  workerId?: string;
+  /** Jobs in flight at once in this process, all types together. @default 10 */
+  concurrency?: number;
+  /** Longest idle wait between claims; notifications wake workers sooner. @default 1000 */
+  pollIntervalMs?: number;
+  /** Lease length; renewed while the handler runs. @default 30000 */
+  leaseMs?: number;
+  /** On shutdown, how long in-flight jobs may take before they are released. @default 25000 */
+  drainTimeoutMs?: number;
+  /** Waiting jobs (pending or failed) at which enqueue rejects. @default undefined (unbounded) */
+  maxQueueDepth?: number;
+  /** Per-type backpressure: waiting jobs of that type at which its enqueue rejects. */
+  maxQueueDepthByType?: Record<string, number>;
+  /** How stale the cached queue depth may be before enqueue or readiness refreshes it. @default 1000 */
+  depthRefreshMs?: number;
+  /** Retry defaults for every type. */
+  retry?: RetryOptions;
+  /** Dead letters within the last hour that raise an alert. @default 1 */
+  deadLetterAlertThreshold?: number;
+  /** Use LISTEN/NOTIFY for wake-ups; `false` for poolers in transaction mode. @default true */
+  listen?: boolean;
+  /** How often the maintenance leader reclaims expired leases. @default 1000 */
+  maintenanceIntervalMs?: number;
+}
+
+/** Options after defaults and validation: one frozen object, resolved once at boot. */
+export interface ResolvedJobQueueOptions {
+  readonly dataSource: DataSourceOptions | DataSource;
+  readonly schema: string;
+  readonly autoMigrate: boolean;
+  readonly runWorker: boolean;
+  readonly workerId: string;
+  readonly concurrency: number;
+  readonly pollIntervalMs: number;
+  readonly leaseMs: number;
+  readonly drainTimeoutMs: number;
+  readonly maxQueueDepth: number | null;
+  readonly maxQueueDepthByType: Readonly<Record<string, number>>;
+  readonly depthRefreshMs: number;
+  readonly retry: Readonly<Required<RetryOptions>>;
+  readonly deadLetterAlertThreshold: number;
+  readonly listen: boolean;
+  readonly maintenanceIntervalMs: number;
+}

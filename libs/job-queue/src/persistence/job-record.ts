@@ -1,0 +1,32 @@
+import type { JobStatus } from './job-status.js';
+
+/** One attempt's failure, kept in the job's history. */
+export interface JobAttemptError {
+  attempt: number;
+  at: string;
+  workerId: string | null;
+  error: string;
+}
+
+/** A job row as the admin API returns it (the table's columns in camelCase). */
+export interface JobRecord {
+  id: string;
+  type: string;
+  payload: unknown;
+  status: JobStatus;
+  priority: number;
+  attempts: number;
+  maxAttempts: number;
+  lastError: string | null;
+  errors: JobAttemptError[];
+  result: unknown;
+  idempotencyKey: string | null;
+  workerId: string | null;
+  runAt: Date;
+  createdAt: Date;
+  claimedAt: Date | null;
+  completedAt: Date | null;
+  retryAfter: Date | null;
+  deadAt: Date | null;
+  leaseExpiresAt: Date | null;
+}

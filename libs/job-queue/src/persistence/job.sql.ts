@@ -1,0 +1,205 @@
+/**
+ * Every statement the engine runs, one per operation, for one schema. Each comment says why the
+ * statement is safe when several workers run it at the same moment.
+ */
+export function jobSql(schema: string) {
+  const jobs = `"${schema}".jobs`;
+  const RECORD_COLUMNS = `id::text AS id, type, payload, status, priority, attempts, max_attempts, last_error, errors,
+    result, idempotency_key, worker_id, run_at, created_at, claimed_at, completed_at, retry_after, dead_at, lease_expires_at`;
+  const attemptError = (attempt: string, worker: string, error: string) =>
+    `jsonb_build_array(jsonb_build_object('attempt', ${attempt}, 'at', now(), 'workerId', ${worker}, 'error', ${error}))`;
+
+  return {
+    /**
+     * Inserts a batch in one round trip; ids come from the sequence first so each input maps to
+     * its row. Concurrent enqueues of one idempotency key meet in the unique index: ON CONFLICT
+     * waits for the other transaction and then skips, so exactly one row is written.
+     */
+    enqueue: `
+      WITH input AS MATERIALIZED (
+        SELECT nextval('"${schema}".jobs_id_seq') AS id, i.*
+        FROM unnest($1::text[], $2::jsonb[], $3::int[], $4::int[], $5::timestamptz[], $6::float8[], $7::text[], $8::bool[])
+             WITH ORDINALITY AS i(type, payload, priority, max_attempts, run_at, delay_ms, idempotency_key, max_attempts_from_job, ord)
+      ), inserted AS (
+        INSERT INTO ${jobs} (id, type, payload, priority, max_attempts, max_attempts_from_job, run_at, idempotency_key)
+        SELECT id, type, payload, priority, max_attempts, max_attempts_from_job,
+               COALESCE(run_at, now() + delay_ms * interval '1 millisecond'), idempotency_key
+        FROM input ORDER BY ord
+        ON CONFLICT (type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING id
+      )
+      SELECT input.ord::int AS ord, input.id::text AS id, (inserted.id IS NOT NULL) AS inserted
+      FROM input LEFT JOIN inserted USING (id) ORDER BY input.ord`,
+
+    /** Read-only lookup of the rows that won an idempotency conflict (committed, so visible). */
+    findByIdempotencyKeys: `
+      SELECT j.id::text AS id, j.type, j.idempotency_key
+      FROM ${jobs} j JOIN unnest($1::text[], $2::text[]) AS k(type, key)
+        ON j.type = k.type AND j.idempotency_key = k.key`,
+
+    /**
+     * Claims up to each type's free capacity in priority order. FOR UPDATE SKIP LOCKED means two
+     * workers never lock the same row, and the status is rechecked on the locked row version, so a
+     * job is claimed once; the MATERIALIZED CTE fences the LIMIT from the planner. A job without
+     * its own maxAttempts takes the claiming handler's.
+     */
+    claim: `
+      WITH wanted AS (
+        SELECT * FROM unnest($1::text[], $2::int[], $6::int[]) AS w(type, n, max_attempts)
+      ), picked AS MATERIALIZED (
+        SELECT c.id, w.max_attempts FROM wanted w
+        CROSS JOIN LATERAL (
+          SELECT j.id, j.priority, j.run_at FROM ${jobs} j
+          WHERE j.type = w.type AND j.status IN ('pending', 'failed') AND j.run_at <= now()
+          ORDER BY j.priority DESC, j.run_at, j.id
+          LIMIT w.n
+          FOR UPDATE SKIP LOCKED
+        ) c
+        ORDER BY c.priority DESC, c.run_at, c.id
+        LIMIT $3
+      )
+      UPDATE ${jobs} j
+      SET status = 'processing', attempts = j.attempts + 1, claimed_at = now(), worker_id = $4,
+          max_attempts = CASE WHEN j.max_attempts_from_job THEN j.max_attempts ELSE picked.max_attempts END,
+          lease_token = gen_random_uuid(), lease_expires_at = now() + $5 * interval '1 millisecond',
+          retry_after = NULL
+      FROM picked WHERE j.id = picked.id
+      RETURNING j.id::text AS id, j.type, j.payload, j.attempts, j.max_attempts, j.idempotency_key,
+                j.priority, j.lease_token::text AS lease_token`,
+
+    /** Fenced: applies only while this worker still holds the lease token. */
+    complete: `
+      UPDATE ${jobs}
+      SET status = 'completed', completed_at = now(), result = $3::jsonb,
+          lease_token = NULL, lease_expires_at = NULL
+      WHERE id = $1 AND lease_token = $2 AND status = 'processing'`,
+
+    /** Fenced like complete; the retry time is computed by the database clock. */
+    scheduleRetry: `
+      UPDATE ${jobs}
+      SET status = 'failed', last_error = $3, errors = errors || ${attemptError('$4::int', '$5::text', '$3::text')},
+          run_at = now() + $6 * interval '1 millisecond', retry_after = now() + $6 * interval '1 millisecond',
+          lease_token = NULL, lease_expires_at = NULL
+      WHERE id = $1 AND lease_token = $2 AND status = 'processing'`,
+
+    /** Fenced like complete. */
+    deadLetter: `
+      UPDATE ${jobs}
+      SET status = 'dead', dead_at = now(), last_error = $3,
+          errors = errors || ${attemptError('$4::int', '$5::text', '$3::text')},
+          retry_after = NULL, lease_token = NULL, lease_expires_at = NULL
+      WHERE id = $1 AND lease_token = $2 AND status = 'processing'`,
+
+    /**
+     * Shutdown: hands unfinished jobs back, undoing the claim's attempt. Fenced per row, so a job
+     * already reclaimed by another worker is left alone.
+     */
+    release: `
+      UPDATE ${jobs} j
+      SET status = 'pending', attempts = GREATEST(j.attempts - 1, 0), worker_id = NULL, claimed_at = NULL,
+          lease_token = NULL, lease_expires_at = NULL, run_at = now()
+      FROM unnest($1::bigint[], $2::uuid[]) AS l(id, token)
+      WHERE j.id = l.id AND j.lease_token = l.token AND j.status = 'processing'
+      RETURNING j.id::text AS id`,
+
+    /** Wakes idle workers after a release or a dead-letter retry (inserts notify by trigger). */
+    notifyNew: `SELECT pg_notify('auto_job_queue:${schema}', 'new')`,
+
+    /**
+     * Extends every lease this worker holds in one statement; fenced per row by token, so a lease
+     * another worker took over is not extended. Reports the status of leases no longer held.
+     */
+    renewLeases: `
+      WITH held AS (
+        SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS l(id, token)
+      ), renewed AS (
+        UPDATE ${jobs} j SET lease_expires_at = now() + $3 * interval '1 millisecond'
+        FROM held WHERE j.id = held.id AND j.lease_token = held.token AND j.status = 'processing'
+        RETURNING j.id
+      )
+      SELECT held.id::text AS id, (renewed.id IS NOT NULL) AS held, j.status
+      FROM held LEFT JOIN renewed ON renewed.id = held.id LEFT JOIN ${jobs} j ON j.id = held.id`,
+
+    /** Transaction-scoped: released at commit, so a dead leader never blocks the next one. */
+    tryMaintenanceLock: `SELECT pg_try_advisory_xact_lock(19025, hashtext('${schema}')) AS acquired`,
+
+    /**
+     * Takes back jobs whose worker stopped renewing. SKIP LOCKED plus the status recheck on the
+     * locked row make a concurrent renewal or completion win cleanly: such a row is skipped.
+     * The lost run counts as an attempt; a job out of attempts is dead-lettered.
+     */
+    reapExpiredLeases: `
+      WITH expired AS MATERIALIZED (
+        SELECT id FROM ${jobs}
+        WHERE status = 'processing' AND lease_expires_at < now()
+        ORDER BY lease_expires_at LIMIT $1
+        FOR UPDATE SKIP LOCKED
+      ), reaped AS (
+        SELECT j.id, 'worker lost: ' || COALESCE(j.worker_id, 'unknown worker') ||
+               ' stopped renewing its lease during attempt ' || j.attempts || ' (crashed, killed or stalled)' AS reason
+        FROM ${jobs} j JOIN expired USING (id)
+      )
+      UPDATE ${jobs} j
+      SET status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'failed' END,
+          dead_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
+          retry_after = CASE WHEN j.attempts >= j.max_attempts THEN NULL ELSE now() END,
+          run_at = now(), last_error = reaped.reason,
+          errors = j.errors || ${attemptError('j.attempts', 'j.worker_id', 'reaped.reason')},
+          lease_token = NULL, lease_expires_at = NULL
+      FROM reaped WHERE j.id = reaped.id AND j.status = 'processing'
+      RETURNING j.id::text AS id, j.type, j.status, j.worker_id`,
+
+    getJob: `SELECT ${RECORD_COLUMNS} FROM ${jobs} WHERE id = $1`,
+
+    stats: `SELECT type, status, count(*)::int AS count FROM ${jobs} GROUP BY type, status`,
+
+    listDead: `
+      SELECT ${RECORD_COLUMNS} FROM ${jobs}
+      WHERE status = 'dead' AND ($1::text IS NULL OR type = $1)
+      ORDER BY dead_at DESC, id DESC LIMIT $2`,
+
+    /** Only a row still `dead` moves; two concurrent retries update it once. */
+    retryDead: `
+      UPDATE ${jobs}
+      SET status = 'pending', attempts = 0, run_at = now(), dead_at = NULL, retry_after = NULL,
+          worker_id = NULL, claimed_at = NULL, completed_at = NULL
+      WHERE id = $1 AND status = 'dead'
+      RETURNING ${RECORD_COLUMNS}`,
+
+    /**
+     * Locks the row, then cancels it if it has not finished. A running job loses its lease token,
+     * so its worker can no longer complete it; the notification lets that worker abort at once.
+     */
+    cancel: `
+      WITH target AS MATERIALIZED (
+        SELECT id, status AS previous_status FROM ${jobs} WHERE id = $1 FOR UPDATE
+      ), cancelled AS (
+        UPDATE ${jobs} j
+        SET status = 'cancelled', retry_after = NULL, lease_token = NULL, lease_expires_at = NULL
+        FROM target
+        WHERE j.id = target.id AND j.status IN ('pending', 'failed', 'processing')
+        RETURNING j.id
+      ), notified AS (
+        SELECT pg_notify('auto_job_queue:${schema}', 'cancel:' || id) FROM cancelled
+      )
+      SELECT target.previous_status, (SELECT count(*) FROM notified)::int AS notified FROM target`,
+
+    ping: `SELECT 1`,
+
+    /**
+     * Read-only health numbers: waiting jobs (counted up to $1, so a huge backlog stays cheap) and
+     * dead letters of the last hour, both on partial indexes.
+     */
+    queueSnapshot: `
+      SELECT (SELECT count(*) FROM (SELECT 1 FROM ${jobs} WHERE status IN ('pending', 'failed') LIMIT $1) w)::int AS depth,
+             (SELECT count(*) FROM ${jobs} WHERE status = 'dead' AND dead_at > now() - interval '1 hour')::int AS dead_last_hour`,
+
+    /** Waiting jobs of the given types, each counted up to $2. */
+    depthByType: `
+      SELECT t.type, (SELECT count(*) FROM (SELECT 1 FROM ${jobs} j
+                      WHERE j.type = t.type AND j.status IN ('pending', 'failed') LIMIT $2) w)::int AS depth
+      FROM unnest($1::text[]) AS t(type)`,
+  };
+}
+
+export type JobSql = ReturnType<typeof jobSql>;

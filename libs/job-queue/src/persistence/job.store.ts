@@ -1,0 +1,106 @@
+import type { EntityManager } from 'typeorm';
+import type { JobRecord } from './job-record.js';
+import type { JobStatus } from './job-status.js';
+
+/** A validated job ready to insert. */
+export interface NewJob {
+  type: string;
+  /** The payload already serialised to JSON text. */
+  payloadJson: string;
+  priority: number;
+  maxAttempts: number;
+  /** true when the job itself set maxAttempts; otherwise the claiming handler's setting wins. */
+  maxAttemptsFromJob: boolean;
+  runAt: Date | null;
+  delayMs: number;
+  idempotencyKey: string | null;
+}
+
+export interface EnqueuedJob {
+  id: string;
+  deduplicated: boolean;
+}
+
+/** How many jobs of each type this worker can take now. */
+export interface ClaimRequest {
+  workerId: string;
+  leaseMs: number;
+  /** Upper bound over all types together. */
+  limit: number;
+  perType: ReadonlyArray<{ type: string; limit: number; maxAttempts: number }>;
+}
+
+/** A job this worker now owns until its lease expires. */
+export interface ClaimedJob {
+  id: string;
+  type: string;
+  payload: unknown;
+  attempt: number;
+  maxAttempts: number;
+  idempotencyKey: string | null;
+  priority: number;
+  leaseToken: string;
+}
+
+/** The proof of ownership every post-claim write must present. */
+export interface Lease {
+  id: string;
+  leaseToken: string;
+}
+
+export interface RenewalResult {
+  id: string;
+  held: boolean;
+  /** Current status when the lease is no longer held (`cancelled`, or another owner's). */
+  status: JobStatus | null;
+}
+
+export interface ReapedJob {
+  id: string;
+  type: string;
+  status: JobStatus;
+  workerId: string | null;
+}
+
+export interface JobCounts {
+  pending: number;
+  processing: number;
+  completed: number;
+  failed: number;
+  dead: number;
+  cancelled: number;
+}
+
+export interface JobStats extends JobCounts {
+  byType: Record<string, JobCounts>;
+}
+
+export interface CancelResult {
+  record: JobRecord;
+  previousStatus: JobStatus;
+}
+
+/**
+ * Every read and write of the jobs table. Each write after a claim is fenced by the lease token
+ * and reports whether it applied.
+ */
+export interface JobStore {
+  enqueue(jobs: readonly NewJob[], manager?: EntityManager): Promise<EnqueuedJob[]>;
+  claim(request: ClaimRequest): Promise<ClaimedJob[]>;
+  complete(lease: Lease, resultJson: string): Promise<boolean>;
+  scheduleRetry(lease: Lease, error: string, attempt: number, workerId: string, delayMs: number): Promise<boolean>;
+  deadLetter(lease: Lease, error: string, attempt: number, workerId: string): Promise<boolean>;
+  release(leases: readonly Lease[]): Promise<string[]>;
+  renewLeases(leases: readonly Lease[], leaseMs: number): Promise<RenewalResult[]>;
+  /** Runs `work` only in the one process that wins the maintenance lock for this pass. */
+  asMaintenanceLeader<T>(work: (store: JobStore) => Promise<T>): Promise<T | null>;
+  reapExpiredLeases(limit: number): Promise<ReapedJob[]>;
+  getJob(id: string): Promise<JobRecord | null>;
+  stats(): Promise<JobStats>;
+  listDead(type: string | null, limit: number): Promise<JobRecord[]>;
+  retryDead(id: string): Promise<JobRecord | null>;
+  cancel(id: string): Promise<CancelResult | null>;
+  ping(): Promise<void>;
+  queueSnapshot(countUpTo: number): Promise<{ depth: number; deadLastHour: number }>;
+  depthByType(types: readonly string[], countUpTo: number): Promise<Map<string, number>>;
+}

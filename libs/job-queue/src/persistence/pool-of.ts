@@ -1,0 +1,11 @@
+import type { Pool } from 'pg';
+import type { DataSource } from 'typeorm';
+
+/** The pg pool behind an initialised TypeORM postgres DataSource; the engine's SQL runs on it. */
+export function poolOf(dataSource: DataSource): Pool {
+  const pool = (dataSource.driver as unknown as { master?: Pool }).master;
+  if (!pool || typeof pool.connect !== 'function') {
+    throw new Error('auto-job-queue needs an initialised PostgreSQL DataSource (type "postgres").');
+  }
+  return pool;
+}

@@ -1,0 +1,235 @@
+import type { Pool } from 'pg';
+import type { DataSource, EntityManager } from 'typeorm';
+import type {
+  CancelResult,
+  ClaimRequest,
+  ClaimedJob,
+  EnqueuedJob,
+  JobCounts,
+  JobStats,
+  JobStore,
+  Lease,
+  NewJob,
+  ReapedJob,
+  RenewalResult,
+} from './job.store.js';
+import { jobSql, type JobSql } from './job.sql.js';
+import type { JobRecord } from './job-record.js';
+import { JOB_STATUSES, type JobStatus } from './job-status.js';
+import { poolOf } from './pool-of.js';
+import { toJobRecord } from './row-mapping.js';
+import { managerExecutor, poolExecutor, type SqlExecutor } from './sql-executor.js';
+
+const BIGINT_ID = /^[1-9][0-9]{0,18}$/;
+/** Enqueue retries when a conflicting idempotent row vanished between insert and lookup. */
+const MAX_ENQUEUE_ROUNDS = 3;
+
+/** The JobStore on PostgreSQL: the statements of job.sql.ts over the DataSource's pg pool. */
+export class PostgresJobStore implements JobStore {
+  private readonly sql: JobSql;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly schema: string,
+    private readonly executor: SqlExecutor = poolExecutor(pool),
+  ) {
+    this.sql = jobSql(schema);
+  }
+
+  static fromDataSource(dataSource: DataSource, schema: string): PostgresJobStore {
+    return new PostgresJobStore(poolOf(dataSource), schema);
+  }
+
+  async enqueue(jobs: readonly NewJob[], manager?: EntityManager): Promise<EnqueuedJob[]> {
+    const executor = manager ? managerExecutor(manager) : this.executor;
+    const results: EnqueuedJob[] = new Array(jobs.length);
+    let remaining = jobs.map((job, index) => ({ job, index }));
+    for (let round = 0; round < MAX_ENQUEUE_ROUNDS && remaining.length > 0; round++) {
+      const batch = remaining.map((entry) => entry.job);
+      const { rows } = await executor.query<{ ord: number; id: string; inserted: boolean }>(this.sql.enqueue, [
+        batch.map((j) => j.type),
+        batch.map((j) => j.payloadJson),
+        batch.map((j) => j.priority),
+        batch.map((j) => j.maxAttempts),
+        batch.map((j) => j.runAt),
+        batch.map((j) => j.delayMs),
+        batch.map((j) => j.idempotencyKey),
+        batch.map((j) => j.maxAttemptsFromJob),
+      ]);
+      const conflicts: typeof remaining = [];
+      for (const row of rows) {
+        const entry = remaining[row.ord - 1];
+        if (row.inserted) results[entry.index] = { id: row.id, deduplicated: false };
+        else conflicts.push(entry);
+      }
+      if (conflicts.length === 0) return results;
+      const { rows: existing } = await executor.query<{ id: string; type: string; idempotency_key: string }>(
+        this.sql.findByIdempotencyKeys,
+        [conflicts.map((c) => c.job.type), conflicts.map((c) => c.job.idempotencyKey)],
+      );
+      const byKey = new Map(existing.map((row) => [keyOf(row.type, row.idempotency_key), row.id]));
+      remaining = [];
+      for (const entry of conflicts) {
+        const id = byKey.get(keyOf(entry.job.type, entry.job.idempotencyKey!));
+        if (id) results[entry.index] = { id, deduplicated: true };
+        else remaining.push(entry);
+      }
+    }
+    if (remaining.length > 0) {
+      throw new Error(`Enqueue could not settle idempotency keys after ${MAX_ENQUEUE_ROUNDS} rounds of concurrent deletes.`);
+    }
+    return results;
+  }
+
+  async claim(request: ClaimRequest): Promise<ClaimedJob[]> {
+    const { rows } = await this.executor.query<Record<string, any>>(this.sql.claim, [
+      request.perType.map((t) => t.type),
+      request.perType.map((t) => t.limit),
+      request.limit,
+      request.workerId,
+      request.leaseMs,
+      request.perType.map((t) => t.maxAttempts),
+    ]);
+    return rows
+      .map((row) => ({
+        id: row.id,
+        type: row.type,
+        payload: row.payload,
+        attempt: row.attempts,
+        maxAttempts: row.max_attempts,
+        idempotencyKey: row.idempotency_key,
+        priority: row.priority,
+        leaseToken: row.lease_token,
+      }))
+      .sort((a, b) => b.priority - a.priority || compareIds(a.id, b.id));
+  }
+
+  async complete(lease: Lease, resultJson: string): Promise<boolean> {
+    const { rowCount } = await this.executor.query(this.sql.complete, [lease.id, lease.leaseToken, resultJson]);
+    return rowCount === 1;
+  }
+
+  async scheduleRetry(lease: Lease, error: string, attempt: number, workerId: string, delayMs: number): Promise<boolean> {
+    const { rowCount } = await this.executor.query(this.sql.scheduleRetry, [
+      lease.id,
+      lease.leaseToken,
+      error,
+      attempt,
+      workerId,
+      delayMs,
+    ]);
+    return rowCount === 1;
+  }
+
+  async deadLetter(lease: Lease, error: string, attempt: number, workerId: string): Promise<boolean> {
+    const { rowCount } = await this.executor.query(this.sql.deadLetter, [lease.id, lease.leaseToken, error, attempt, workerId]);
+    return rowCount === 1;
+  }
+
+  async release(leases: readonly Lease[]): Promise<string[]> {
+    if (leases.length === 0) return [];
+    const { rows } = await this.executor.query<{ id: string }>(this.sql.release, [
+      leases.map((l) => l.id),
+      leases.map((l) => l.leaseToken),
+    ]);
+    if (rows.length > 0) await this.executor.query(this.sql.notifyNew);
+    return rows.map((row) => row.id);
+  }
+
+  async renewLeases(leases: readonly Lease[], leaseMs: number): Promise<RenewalResult[]> {
+    if (leases.length === 0) return [];
+    const { rows } = await this.executor.query<{ id: string; held: boolean; status: JobStatus | null }>(
+      this.sql.renewLeases,
+      [leases.map((l) => l.id), leases.map((l) => l.leaseToken), leaseMs],
+    );
+    return rows;
+  }
+
+  async asMaintenanceLeader<T>(work: (store: JobStore) => Promise<T>): Promise<T | null> {
+    const client = await this.pool.connect();
+    let failed = true;
+    try {
+      await client.query('BEGIN');
+      const { rows } = await client.query<{ acquired: boolean }>(this.sql.tryMaintenanceLock);
+      const result = rows[0]?.acquired ? await work(new PostgresJobStore(this.pool, this.schema, poolExecutor(client))) : null;
+      await client.query('COMMIT');
+      failed = false;
+      return result;
+    } finally {
+      if (failed) await client.query('ROLLBACK').catch(() => undefined);
+      client.release();
+    }
+  }
+
+  async reapExpiredLeases(limit: number): Promise<ReapedJob[]> {
+    const { rows } = await this.executor.query<{ id: string; type: string; status: JobStatus; worker_id: string | null }>(
+      this.sql.reapExpiredLeases,
+      [limit],
+    );
+    return rows.map((row) => ({ id: row.id, type: row.type, status: row.status, workerId: row.worker_id }));
+  }
+
+  async getJob(id: string): Promise<JobRecord | null> {
+    if (!BIGINT_ID.test(String(id))) return null;
+    const { rows } = await this.executor.query(this.sql.getJob, [id]);
+    return rows[0] ? toJobRecord(rows[0]) : null;
+  }
+
+  async stats(): Promise<JobStats> {
+    const { rows } = await this.executor.query<{ type: string; status: JobStatus; count: number }>(this.sql.stats);
+    const totals = emptyCounts();
+    const byType: Record<string, JobCounts> = {};
+    for (const row of rows) {
+      totals[row.status] += row.count;
+      (byType[row.type] ??= emptyCounts())[row.status] += row.count;
+    }
+    return { ...totals, byType };
+  }
+
+  async listDead(type: string | null, limit: number): Promise<JobRecord[]> {
+    const { rows } = await this.executor.query(this.sql.listDead, [type, limit]);
+    return rows.map(toJobRecord);
+  }
+
+  async retryDead(id: string): Promise<JobRecord | null> {
+    if (!BIGINT_ID.test(String(id))) return null;
+    const { rows } = await this.executor.query(this.sql.retryDead, [id]);
+    if (rows.length > 0) await this.executor.query(this.sql.notifyNew);
+    return rows[0] ? toJobRecord(rows[0]) : null;
+  }
+
+  async cancel(id: string): Promise<CancelResult | null> {
+    if (!BIGINT_ID.test(String(id))) return null;
+    const { rows } = await this.executor.query<{ previous_status: JobStatus }>(this.sql.cancel, [id]);
+    if (rows.length === 0) return null;
+    const record = await this.getJob(id);
+    return record ? { record, previousStatus: rows[0].previous_status } : null;
+  }
+
+  async ping(): Promise<void> {
+    await this.executor.query(this.sql.ping);
+  }
+
+  async queueSnapshot(countUpTo: number): Promise<{ depth: number; deadLastHour: number }> {
+    const { rows } = await this.executor.query<{ depth: number; dead_last_hour: number }>(this.sql.queueSnapshot, [countUpTo]);
+    return { depth: rows[0].depth, deadLastHour: rows[0].dead_last_hour };
+  }
+
+  async depthByType(types: readonly string[], countUpTo: number): Promise<Map<string, number>> {
+    if (types.length === 0) return new Map();
+    const { rows } = await this.executor.query<{ type: string; depth: number }>(this.sql.depthByType, [types, countUpTo]);
+    return new Map(rows.map((row) => [row.type, row.depth]));
+  }
+}
+
+function emptyCounts(): JobCounts {
+  return Object.fromEntries(JOB_STATUSES.map((status) => [status, 0])) as unknown as JobCounts;
+}
+
+function keyOf(type: string, key: string): string {
+  return `${type}\u0000${key}`;
+}
+
+function compareIds(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}

@@ -1,0 +1,36 @@
+import type { Pool, PoolClient } from 'pg';
+import type { EntityManager } from 'typeorm';
+
+export interface SqlResult<Row> {
+  rows: Row[];
+  rowCount: number;
+}
+
+/** Runs one statement on a pool, a held client, or the caller's TypeORM transaction. */
+export interface SqlExecutor {
+  query<Row = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<SqlResult<Row>>;
+}
+
+export function poolExecutor(pool: Pool | PoolClient): SqlExecutor {
+  return {
+    async query<Row>(sql: string, params: unknown[] = []) {
+      const result = await pool.query(sql, params);
+      return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
+    },
+  };
+}
+
+/** Uses the manager's own query runner so the statement joins the caller's transaction. */
+export function managerExecutor(manager: EntityManager): SqlExecutor {
+  return {
+    async query<Row>(sql: string, params: unknown[] = []) {
+      const runner = manager.queryRunner ?? manager.connection.createQueryRunner();
+      try {
+        const result = await runner.query(sql, params, true);
+        return { rows: (result.records ?? []) as Row[], rowCount: result.affected ?? result.records?.length ?? 0 };
+      } finally {
+        if (!manager.queryRunner) await runner.release();
+      }
+    },
+  };
+}

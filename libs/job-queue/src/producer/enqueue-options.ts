@@ -1,0 +1,28 @@
+import type { EntityManager } from 'typeorm';
+
+export interface EnqueueOptions {
+  /** Same type and key as an existing row: that row's id is returned, nothing is added. */
+  idempotencyKey?: string;
+  /** Run no earlier than this many milliseconds from now (database clock). */
+  delayMs?: number;
+  /** Run no earlier than this time. */
+  runAt?: Date;
+  /** Higher runs first. @default 0 */
+  priority?: number;
+  /** Attempts before dead-lettering, for this job only. */
+  maxAttempts?: number;
+  /** Enqueue inside the caller's transaction: the job exists only if it commits. */
+  manager?: EntityManager;
+}
+
+export interface EnqueueResult {
+  id: string;
+  /** true when an earlier job with the same type and idempotency key was returned instead. */
+  deduplicated: boolean;
+}
+
+export interface EnqueueManyItem<P = unknown> {
+  type: string;
+  payload: P;
+  options?: EnqueueOptions;
+}

@@ -1,0 +1,103 @@
+import { InvalidJobError } from '../errors/invalid-job.error.js';
+import type { NewJob } from '../persistence/job.store.js';
+import type { EnqueueOptions } from './enqueue-options.js';
+import { findUnserialisable } from './payload-check.js';
+
+const INT4_MAX = 2_147_483_647;
+const MAX_TYPE_LENGTH = 200;
+const MAX_KEY_LENGTH = 512;
+/** Anything later than this is a mistake in units, and overflows PostgreSQL's interval maths anyway. */
+const MAX_DELAY_MS = 10 * 365 * 24 * 3600 * 1000;
+
+/**
+ * Turns one enqueue call's input into a row to insert, or throws InvalidJobError naming the field.
+ * `prefix` locates the item in the caller's input ("" for enqueue, "jobs[3]." for enqueueMany).
+ */
+export function validateJob(
+  type: unknown,
+  payload: unknown,
+  options: EnqueueOptions | undefined,
+  prefix: string,
+  defaultMaxAttempts: number,
+): NewJob {
+  if (typeof type !== 'string' || type.trim().length === 0) {
+    throw new InvalidJobError(`${prefix}type`, `must be a non-empty string (got ${show(type)})`);
+  }
+  if (type.length > MAX_TYPE_LENGTH || type.trim() !== type) {
+    throw new InvalidJobError(`${prefix}type`, `must be at most ${MAX_TYPE_LENGTH} characters without surrounding spaces`);
+  }
+  const problem = findUnserialisable(payload, `${prefix}payload`);
+  if (problem) throw new InvalidJobError(`${prefix}payload`, `is not JSON-serialisable: ${problem}`);
+  let payloadJson: string;
+  try {
+    payloadJson = JSON.stringify(payload);
+  } catch (error) {
+    throw new InvalidJobError(`${prefix}payload`, `is not JSON-serialisable: ${(error as Error).message}`);
+  }
+
+  if (options !== undefined && (options === null || typeof options !== 'object')) {
+    throw new InvalidJobError(`${prefix}options`, `must be an object (got ${show(options)})`);
+  }
+  const o = options ?? {};
+  const field = (name: string) => `${prefix}options.${name}`;
+
+  if (o.delayMs !== undefined && o.runAt !== undefined) {
+    throw new InvalidJobError(field('delayMs'), 'and options.runAt cannot both be set; choose one');
+  }
+  let delayMs = 0;
+  if (o.delayMs !== undefined) {
+    if (typeof o.delayMs !== 'number' || !Number.isFinite(o.delayMs) || o.delayMs < 0) {
+      throw new InvalidJobError(field('delayMs'), `must be a finite number of milliseconds, 0 or more (got ${show(o.delayMs)})`);
+    }
+    if (o.delayMs > MAX_DELAY_MS) throw new InvalidJobError(field('delayMs'), `must be at most ten years (got ${o.delayMs})`);
+    delayMs = o.delayMs;
+  }
+  let runAt: Date | null = null;
+  if (o.runAt !== undefined) {
+    if (!(o.runAt instanceof Date) || Number.isNaN(o.runAt.getTime())) {
+      throw new InvalidJobError(field('runAt'), `must be a valid Date (got ${show(o.runAt)})`);
+    }
+    runAt = o.runAt;
+  }
+  const priority = o.priority ?? 0;
+  if (typeof priority !== 'number' || !Number.isInteger(priority) || Math.abs(priority) > INT4_MAX) {
+    throw new InvalidJobError(field('priority'), `must be an integer between -${INT4_MAX} and ${INT4_MAX} (got ${show(priority)})`);
+  }
+  if (o.maxAttempts !== undefined) {
+    if (typeof o.maxAttempts !== 'number' || !Number.isInteger(o.maxAttempts) || o.maxAttempts < 1 || o.maxAttempts > INT4_MAX) {
+      throw new InvalidJobError(field('maxAttempts'), `must be a positive integer (got ${show(o.maxAttempts)})`);
+    }
+  }
+  let idempotencyKey: string | null = null;
+  if (o.idempotencyKey !== undefined && o.idempotencyKey !== null) {
+    if (typeof o.idempotencyKey !== 'string' || o.idempotencyKey.length === 0 || o.idempotencyKey.length > MAX_KEY_LENGTH) {
+      throw new InvalidJobError(
+        field('idempotencyKey'),
+        `must be a non-empty string of at most ${MAX_KEY_LENGTH} characters (got ${show(o.idempotencyKey)})`,
+      );
+    }
+    if (o.idempotencyKey.includes('\u0000')) throw new InvalidJobError(field('idempotencyKey'), 'must not contain NUL characters');
+    idempotencyKey = o.idempotencyKey;
+  }
+  if (o.manager !== undefined && (typeof o.manager?.query !== 'function' || !o.manager.connection)) {
+    throw new InvalidJobError(field('manager'), 'must be a TypeORM EntityManager (the one your transaction callback receives)');
+  }
+  return {
+    type,
+    payloadJson,
+    priority,
+    maxAttempts: o.maxAttempts ?? defaultMaxAttempts,
+    maxAttemptsFromJob: o.maxAttempts !== undefined,
+    runAt,
+    delayMs,
+    idempotencyKey,
+  };
+}
+
+function show(value: unknown): string {
+  if (value === undefined) return 'undefined';
+  if (value instanceof Date) return 'an invalid Date';
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null) return String(value);
+  return typeof value;
+}

@@ -1,0 +1,140 @@
+import {
+  type BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnModuleDestroy,
+} from '@nestjs/common';
+import { JobQueueConnection } from '../connection/job-queue.connection.js';
+import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
+import { JobRunner } from '../engine/job-runner.js';
+import { LeaseKeeper } from '../engine/lease-keeper.js';
+import { OutcomeRecorder } from '../engine/outcome-recorder.js';
+import { PeriodicTask } from '../engine/periodic-task.js';
+import { RetryPolicy } from '../engine/retry-policy.js';
+import { Worker } from '../engine/worker.js';
+import { JobQueueEvents } from '../events/job-queue.events.js';
+import { JOB_QUEUE_OPTIONS, JOB_STORE } from '../job-queue.constants.js';
+import { LeaseReaper } from '../maintenance/lease-reaper.js';
+import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
+import { JobNotificationListener } from '../persistence/job-notification.listener.js';
+import type { JobStore } from '../persistence/job.store.js';
+import { poolOf } from '../persistence/pool-of.js';
+
+export interface WorkerStatus {
+  runWorker: boolean;
+  draining: boolean;
+  inFlight: number;
+  /** ms since epoch when the claim loop last went round; null when no worker runs. */
+  lastProgressAt: number | null;
+}
+
+/**
+ * Nest's side of the engine: starts the worker at bootstrap (after every provider is ready),
+ * marks draining as soon as shutdown begins, and drains in beforeApplicationShutdown, while the
+ * HTTP server still answers and before the DataSource closes.
+ */
+@Injectable()
+export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, BeforeApplicationShutdown {
+  private readonly logger = new Logger('JobQueue');
+  private worker: Worker | null = null;
+  private listener: JobNotificationListener | null = null;
+  private leaseTask: PeriodicTask | null = null;
+  private reaperTask: PeriodicTask | null = null;
+  private shuttingDown = false;
+  private drained: Promise<void> | null = null;
+
+  constructor(
+    @Inject(JOB_QUEUE_OPTIONS) private readonly options: ResolvedJobQueueOptions,
+    @Inject(JOB_STORE) private readonly store: JobStore,
+    private readonly connection: JobQueueConnection,
+    private readonly registry: JobHandlerRegistry,
+    private readonly events: JobQueueEvents,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    if (!this.options.runWorker || this.shuttingDown) return;
+    const { options, store, events, logger } = this;
+    const recorder = new OutcomeRecorder(store, new RetryPolicy(), events, logger, options.workerId);
+    const worker = new Worker(
+      {
+        workerId: options.workerId,
+        concurrency: options.concurrency,
+        pollIntervalMs: options.pollIntervalMs,
+        leaseMs: options.leaseMs,
+      },
+      store,
+      this.registry,
+      new JobRunner(),
+      recorder,
+      logger,
+    );
+    this.worker = worker;
+    if (options.listen) {
+      this.listener = new JobNotificationListener(
+        poolOf(this.connection.dataSource),
+        options.schema,
+        (notification) => (notification.kind === 'cancel' ? worker.interrupt(notification.jobId, 'cancelled') : worker.nudge()),
+        logger,
+      );
+      await this.listener.start();
+    }
+    const keeper = new LeaseKeeper(store, options.leaseMs, worker, logger);
+    this.leaseTask = new PeriodicTask('Lease renewal', Math.max(50, Math.floor(options.leaseMs / 3)), () => keeper.runOnce(), logger);
+    const reaper = new LeaseReaper(store, events, logger);
+    this.reaperTask = new PeriodicTask(
+      'Lease reaper',
+      options.maintenanceIntervalMs,
+      async () => {
+        if ((await reaper.runOnce()).retried > 0) worker.nudge();
+      },
+      logger,
+    );
+    worker.start();
+    this.leaseTask.start();
+    this.reaperTask.start();
+    this.logger.log(
+      `Worker ${options.workerId} started: ${this.registry.types().length} job type(s), concurrency ${options.concurrency}.`,
+    );
+  }
+
+  /** Shutdown has begun: readiness goes down now, before the drain starts. */
+  onModuleDestroy(): void {
+    this.shuttingDown = true;
+  }
+
+  beforeApplicationShutdown(): Promise<void> {
+    this.shuttingDown = true;
+    // A second signal must not cut the drain short or release twice.
+    this.drained ??= this.drain();
+    return this.drained;
+  }
+
+  /** Aborts a job this process runs (after an admin cancel). */
+  interrupt(jobId: string): void {
+    this.worker?.interrupt(jobId, 'cancelled');
+  }
+
+  status(): WorkerStatus {
+    return {
+      runWorker: this.options.runWorker,
+      draining: this.shuttingDown,
+      inFlight: this.worker?.inFlight ?? 0,
+      lastProgressAt: this.worker ? this.worker.lastProgress : null,
+    };
+  }
+
+  private async drain(): Promise<void> {
+    const worker = this.worker;
+    if (!worker) return;
+    this.events.emit({ kind: 'draining', workerId: this.options.workerId });
+    this.logger.log(`Draining: ${worker.inFlight} job(s) in flight get up to ${this.options.drainTimeoutMs} ms to finish.`);
+    await this.reaperTask?.stop();
+    const { finished, released } = await worker.drain(this.options.drainTimeoutMs);
+    await this.leaseTask?.stop();
+    await this.listener?.stop();
+    this.logger.log(`Drained: ${finished} job(s) finished, ${released} released back to pending.`);
+    this.events.emit({ kind: 'drained', workerId: this.options.workerId });
+  }
+}

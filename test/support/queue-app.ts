@@ -1,0 +1,56 @@
+import { type DynamicModule, type INestApplicationContext, type LoggerService, type Provider, type Type } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import {
+  JobProducer,
+  JobQueueAdmin,
+  JobQueueEvents,
+  JobQueueHealthIndicator,
+  JobQueueModule,
+  type JobQueueOptions,
+} from '../../src/index.js';
+
+export interface QueueApp {
+  app: INestApplicationContext;
+  producer: JobProducer;
+  admin: JobQueueAdmin;
+  events: JobQueueEvents;
+  health: JobQueueHealthIndicator;
+  close(): Promise<void>;
+}
+
+/** Quiet by default; set AJQ_TEST_LOGS=1 to see the queue's logs while debugging a test. */
+const quiet: LoggerService | undefined = process.env.AJQ_TEST_LOGS
+  ? undefined
+  : { log() {}, warn() {}, error() {}, debug() {}, verbose() {} };
+
+/** Boots JobQueueModule with the given handler providers in this process, as an app would. */
+export async function startQueueApp(
+  url: string,
+  options: Partial<JobQueueOptions> = {},
+  providers: Array<Provider | Type> = [],
+  imports: DynamicModule[] = [],
+): Promise<QueueApp> {
+  const builder = Test.createTestingModule({
+    imports: [
+      JobQueueModule.forRoot({ pollIntervalMs: 200, ...options, dataSource: options.dataSource ?? { type: 'postgres', url } }),
+      ...imports,
+    ],
+    providers,
+  });
+  if (quiet) builder.setLogger(quiet);
+  const app = await builder.compile();
+  await app.init();
+  let closed = false;
+  return {
+    app,
+    producer: app.get(JobProducer),
+    admin: app.get(JobQueueAdmin),
+    events: app.get(JobQueueEvents),
+    health: app.get(JobQueueHealthIndicator),
+    async close() {
+      if (closed) return;
+      closed = true;
+      await app.close();
+    },
+  };
+}
