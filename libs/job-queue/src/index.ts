@@ -6,7 +6,7 @@ export type { JobHandlerOptions, PayloadSchema } from './decorators/job-handler-
 export type { JobContext } from './engine/job-context.js';
 export type { JobQueueEvent, JobQueueEventKind } from './engine/events.js';
 export { JobProducer } from './producer/job.producer.js';
-export type { EnqueueManyItem, EnqueueOptions, EnqueueResult } from './producer/enqueue-options.js';
+export type { EnqueueAndWaitOptions, EnqueueManyItem, EnqueueOptions, EnqueueResult } from './producer/enqueue-options.js';
 export { JobQueueAdmin, type ListDeadOptions } from './admin/job-queue.admin.js';
 export { JobQueueEvents } from './events/job-queue.events.js';
 export { JobQueueHealthIndicator } from './health/job-queue.health.js';

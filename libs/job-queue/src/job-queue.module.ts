@@ -12,6 +12,7 @@ import { JOB_QUEUE_MODULE_OPTIONS, JobQueueConfigurableModule } from './job-queu
 import type { JobQueueOptions, ResolvedJobQueueOptions } from './options/job-queue-options.js';
 import { resolveJobQueueOptions } from './options/resolve-options.js';
 import { JobQueueMonitor } from './maintenance/job-queue.monitor.js';
+import { JobNotificationHub } from './notifications/job-notification.hub.js';
 import { PostgresJobStore } from './persistence/postgres-job.store.js';
 import { JobProducer } from './producer/job.producer.js';
 import { WorkerHost } from './worker/worker.host.js';
@@ -36,13 +37,14 @@ import { WorkerHost } from './worker/worker.host.js';
     {
       provide: JOB_STORE,
       useFactory: (connection: JobQueueConnection, options: ResolvedJobQueueOptions) =>
-        PostgresJobStore.fromDataSource(connection.dataSource, options.schema),
+        new PostgresJobStore(connection.dataSource, options.schema),
       inject: [JobQueueConnection, JOB_QUEUE_OPTIONS],
     },
     HealthIndicatorService,
     JobHandlerRegistry,
     JobHandlerExplorer,
     JobQueueMonitor,
+    JobNotificationHub,
     JobQueueEvents,
     WorkerHost,
     JobProducer,

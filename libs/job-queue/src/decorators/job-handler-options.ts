@@ -16,6 +16,12 @@ export interface JobHandlerOptions {
   timeoutMs?: number;
   /** Validates the payload before the handler runs; a rejection dead-letters the job at once. */
   schema?: PayloadSchema;
+  /**
+   * Run the handler inside a database transaction (`job.manager`) that also marks the job
+   * completed, only while this worker holds the lease: its writes commit exactly once.
+   * @default false
+   */
+  transactional?: boolean;
 }
 
 /** What `@JobHandler` records on a method: metadata only, interpreted at boot. */

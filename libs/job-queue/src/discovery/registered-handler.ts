@@ -12,5 +12,6 @@ export interface RegisteredHandler {
   readonly concurrency: number;
   readonly timeoutMs: number | null;
   readonly schema: PayloadSchema | null;
+  readonly transactional: boolean;
   invoke(payload: unknown, job: JobContext): unknown;
 }

@@ -4,6 +4,12 @@ import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
 import { positiveInteger } from '../options/option-checks.js';
 import type { RegisteredHandler } from './registered-handler.js';
 
+function resolveFlag(where: string, name: string, value: unknown): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw new JobQueueConfigError(`${where} ${name} must be true or false.`);
+  return value;
+}
+
 const JOB_TYPE = /^\S(.{0,198}\S)?$/;
 
 /** Validates one `@JobHandler` declaration at boot and merges the module's defaults into it. */
@@ -39,6 +45,7 @@ export function resolveHandler(
     concurrency: Math.min(check('concurrency', options.concurrency, defaults.concurrency), defaults.concurrency),
     timeoutMs: options.timeoutMs === undefined ? null : check('timeoutMs', options.timeoutMs, 0),
     schema: options.schema ?? null,
+    transactional: resolveFlag(where, 'transactional', options.transactional),
     invoke,
   });
 }

@@ -1,11 +1,16 @@
 import type { RegisteredHandler } from '../discovery/registered-handler.js';
 import { JobTimeoutError } from '../errors/job-timeout.error.js';
 import { PermanentJobError } from '../errors/permanent-job.error.js';
-import type { ClaimedJob } from '../persistence/job.store.js';
+import type { ClaimedJob, JobStore, JobTransaction } from '../persistence/job.store.js';
+import type { EnqueueOptions, EnqueueResult } from '../producer/enqueue-options.js';
 import type { AttemptControl } from './attempt-control.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import { describeError } from './describe-error.js';
+import type { EffectLedger } from './effect-ledger.js';
 import type { JobContext } from './job-context.js';
+
+/** Enqueues on behalf of a running handler (the producer, with its validation and backpressure). */
+export type HandlerEnqueue = (type: string, payload: unknown, options?: EnqueueOptions) => Promise<EnqueueResult>;
 
 type Race =
   | { kind: 'returned'; value: unknown }
@@ -14,11 +19,18 @@ type Race =
   | { kind: 'interrupted' };
 
 /**
- * Runs one attempt: validates the payload, calls the handler, and turns whatever happens (a
- * value, a throw of anything, a timeout, an interruption) into an outcome. It never throws, and
- * it stops waiting for a handler that ignores its signal.
+ * Runs one attempt: validates the payload, calls the handler (inside a transaction for
+ * transactional handlers), and turns whatever happens (a value, a throw of anything, a timeout,
+ * an interruption) into an outcome. It never throws, and it stops waiting for a handler that
+ * ignores its signal.
  */
 export class JobRunner {
+  constructor(
+    private readonly store: JobStore,
+    private readonly ledger: EffectLedger,
+    private readonly enqueue: HandlerEnqueue,
+  ) {}
+
   async run(job: ClaimedJob, handler: RegisteredHandler, control: AttemptControl): Promise<AttemptOutcome> {
     let payload: unknown;
     try {
@@ -26,6 +38,50 @@ export class JobRunner {
     } catch (error) {
       return { kind: 'failed', error: `invalid payload: ${describeError(error)}`, permanent: true };
     }
+    if (!handler.transactional) {
+      const race = await this.invoke(job, handler, payload, control, null);
+      return race.kind === 'returned' ? serialiseResult(race.value) : this.toFailure(race, handler, control);
+    }
+
+    let tx: JobTransaction;
+    try {
+      tx = await this.store.beginJobTransaction();
+    } catch (error) {
+      return { kind: 'failed', error: `could not open the job's transaction: ${describeError(error)}`, permanent: false };
+    }
+    const race = await this.invoke(job, handler, payload, control, tx);
+    if (race.kind !== 'returned') {
+      await tx.rollback().catch(() => undefined);
+      return this.toFailure(race, handler, control);
+    }
+    const serialised = serialiseResult(race.value);
+    if (serialised.kind !== 'succeeded') {
+      await tx.rollback().catch(() => undefined);
+      return serialised;
+    }
+    try {
+      // Row-locks the job only now, at the end, and only if this worker still holds the lease.
+      if (!(await tx.complete(job, serialised.resultJson))) {
+        await tx.rollback();
+        return { kind: 'interrupted', reason: 'lease-lost' };
+      }
+      await tx.commit();
+      return { kind: 'committed' };
+    } catch (error) {
+      await tx.rollback().catch(() => undefined);
+      return { kind: 'failed', error: `committing the job's transaction failed: ${describeError(error)}`, permanent: false };
+    }
+  }
+
+  private async invoke(
+    job: ClaimedJob,
+    handler: RegisteredHandler,
+    payload: unknown,
+    control: AttemptControl,
+    tx: JobTransaction | null,
+  ): Promise<Race> {
+    const ledger = this.ledger;
+    const enqueue = this.enqueue;
     const context: JobContext = {
       id: job.id,
       type: job.type,
@@ -33,6 +89,10 @@ export class JobRunner {
       maxAttempts: job.maxAttempts,
       idempotencyKey: job.idempotencyKey,
       signal: control.signal,
+      ...(tx ? { manager: tx.manager } : {}),
+      once: (key, fn) => ledger.once(job, key, fn),
+      enqueue: (type, childPayload, options) =>
+        enqueue(type, childPayload, tx && !options?.manager ? { ...options, manager: tx.manager } : options),
     };
     let timer: NodeJS.Timeout | undefined;
     const racers: Array<Promise<Race>> = [
@@ -50,15 +110,17 @@ export class JobRunner {
     const first = await Promise.race(racers);
     clearTimeout(timer);
     // An interruption that raced a late result still wins: that attempt is over.
-    if (control.interruption) return { kind: 'interrupted', reason: control.interruption };
-    switch (first.kind) {
-      case 'returned':
-        return serialiseResult(first.value);
+    return control.interruption ? { kind: 'interrupted' } : first;
+  }
+
+  private toFailure(race: Exclude<Race, { kind: 'returned' }>, handler: RegisteredHandler, control: AttemptControl): AttemptOutcome {
+    switch (race.kind) {
       case 'threw':
         return {
           kind: 'failed',
-          error: describeError(first.error),
-          permanent: first.error instanceof PermanentJobError || (first.error as { code?: unknown })?.code === 'JOB_PERMANENT_FAILURE',
+          error: describeError(race.error),
+          permanent:
+            race.error instanceof PermanentJobError || (race.error as { code?: unknown })?.code === 'JOB_PERMANENT_FAILURE',
         };
       case 'timed-out': {
         const error = new JobTimeoutError(handler.timeoutMs!);

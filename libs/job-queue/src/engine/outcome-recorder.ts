@@ -32,6 +32,9 @@ export class OutcomeRecorder {
         }
         return;
       }
+      case 'committed':
+        this.events.emit({ kind: 'completed', ...base });
+        return;
       case 'failed': {
         if (outcome.permanent || job.attempt >= job.maxAttempts) {
           if (await this.write(job, () => this.store.deadLetter(job, outcome.error, job.attempt, this.workerId))) {

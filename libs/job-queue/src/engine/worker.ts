@@ -15,6 +15,8 @@ export interface WorkerSettings {
   concurrency: number;
   pollIntervalMs: number;
   leaseMs: number;
+  /** Transactional jobs in flight at once, at most (each holds a pooled connection). */
+  transactionalCapacity?: number;
 }
 
 interface RunningJob {
@@ -38,6 +40,7 @@ export class Worker implements LeaseHolder {
   private state: WorkerState = 'idle';
   private readonly running = new Map<string, RunningJob>();
   private readonly runningByType = new Map<string, number>();
+  private runningTransactional = 0;
   private readonly wake = new WakeSignal();
   private readonly planner: ClaimPlanner;
   private loop: Promise<void> | null = null;
@@ -53,9 +56,15 @@ export class Worker implements LeaseHolder {
   ) {
     this.planner = new ClaimPlanner(
       settings.concurrency,
-      registry.all().map((h) => ({ type: h.type, concurrency: h.concurrency, maxAttempts: h.maxAttempts })),
+      registry.all().map((h) => ({
+        type: h.type,
+        concurrency: h.concurrency,
+        maxAttempts: h.maxAttempts,
+        transactional: h.transactional,
+      })),
       settings.workerId,
       settings.leaseMs,
+      settings.transactionalCapacity,
     );
   }
 
@@ -130,7 +139,7 @@ export class Worker implements LeaseHolder {
   private async claimLoop(): Promise<void> {
     while (this.state === 'running') {
       this.lastProgressAt = Date.now();
-      const request = this.planner.plan(this.running.size, this.runningByType);
+      const request = this.planner.plan(this.running.size, this.runningByType, this.runningTransactional);
       if (request) {
         let claimed: ClaimedJob[];
         try {
@@ -160,9 +169,11 @@ export class Worker implements LeaseHolder {
     };
     this.running.set(job.id, entry);
     this.runningByType.set(job.type, (this.runningByType.get(job.type) ?? 0) + 1);
+    if (handler.transactional) this.runningTransactional++;
     entry.done = this.execute(job, handler, control).finally(() => {
       this.running.delete(job.id);
       this.runningByType.set(job.type, (this.runningByType.get(job.type) ?? 1) - 1);
+      if (handler.transactional) this.runningTransactional--;
       this.wake.notify();
     });
   }

@@ -7,3 +7,5 @@ export * from './job-queue-config.error.js';
 export * from './job-not-found.error.js';
 export * from './job-state.error.js';
 export * from './job-timeout.error.js';
+export * from './job-failed.error.js';
+export * from './job-wait-timeout.error.js';

@@ -1,7 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import type { EngineLogger } from '../engine/engine-logger.js';
 
-export type JobNotification = { kind: 'new' } | { kind: 'cancel'; jobId: string };
+export type JobNotification = { kind: 'new' } | { kind: 'cancel'; jobId: string } | { kind: 'finished'; jobId: string };
 
 /**
  * One LISTEN connection per process, held out of the DataSource's pool. It reconnects after a
@@ -51,6 +51,7 @@ export class JobNotificationListener {
         if (message.channel !== this.channel) return;
         const payload = message.payload ?? '';
         if (payload.startsWith('cancel:')) this.onNotification({ kind: 'cancel', jobId: payload.slice(7) });
+        else if (payload.startsWith('finished:')) this.onNotification({ kind: 'finished', jobId: payload.slice(9) });
         else this.onNotification({ kind: 'new' });
       });
       client.once('error', (error) => this.lost(error));

@@ -6,6 +6,12 @@ export function jobSql(schema: string) {
   const jobs = `"${schema}".jobs`;
   const RECORD_COLUMNS = `id::text AS id, type, payload, status, priority, attempts, max_attempts, last_error, errors,
     result, idempotency_key, worker_id, run_at, created_at, claimed_at, completed_at, retry_after, dead_at, lease_expires_at`;
+  /** Wraps a fenced UPDATE … RETURNING id, notify_on_finish: reports `applied` and notifies waiters. */
+  const finishing = (update: string) => `
+      WITH done AS (${update})
+      SELECT (SELECT count(*) FROM done)::int AS applied,
+             (SELECT count(*) FROM (SELECT pg_notify('auto_job_queue:${schema}', 'finished:' || id) FROM done
+                                    WHERE notify_on_finish) n)::int AS notified`;
   const attemptError = (attempt: string, worker: string, error: string) =>
     `jsonb_build_array(jsonb_build_object('attempt', ${attempt}, 'at', now(), 'workerId', ${worker}, 'error', ${error}))`;
 
@@ -18,11 +24,12 @@ export function jobSql(schema: string) {
     enqueue: `
       WITH input AS MATERIALIZED (
         SELECT nextval('"${schema}".jobs_id_seq') AS id, i.*
-        FROM unnest($1::text[], $2::jsonb[], $3::int[], $4::int[], $5::timestamptz[], $6::float8[], $7::text[], $8::bool[])
-             WITH ORDINALITY AS i(type, payload, priority, max_attempts, run_at, delay_ms, idempotency_key, max_attempts_from_job, ord)
+        FROM unnest($1::text[], $2::jsonb[], $3::int[], $4::int[], $5::timestamptz[], $6::float8[], $7::text[], $8::bool[], $9::bool[])
+             WITH ORDINALITY AS i(type, payload, priority, max_attempts, run_at, delay_ms, idempotency_key, max_attempts_from_job,
+                                  notify_on_finish, ord)
       ), inserted AS (
-        INSERT INTO ${jobs} (id, type, payload, priority, max_attempts, max_attempts_from_job, run_at, idempotency_key)
-        SELECT id, type, payload, priority, max_attempts, max_attempts_from_job,
+        INSERT INTO ${jobs} (id, type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, run_at, idempotency_key)
+        SELECT id, type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish,
                COALESCE(run_at, now() + delay_ms * interval '1 millisecond'), idempotency_key
         FROM input ORDER BY ord
         ON CONFLICT (type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
@@ -67,12 +74,16 @@ export function jobSql(schema: string) {
       RETURNING j.id::text AS id, j.type, j.payload, j.attempts, j.max_attempts, j.idempotency_key,
                 j.priority, j.lease_token::text AS lease_token`,
 
-    /** Fenced: applies only while this worker still holds the lease token. */
-    complete: `
+    /**
+     * Fenced: applies only while this worker still holds the lease token. Notifies an
+     * enqueueAndWait caller, if the job has one, when the transaction commits.
+     */
+    complete: finishing(`
       UPDATE ${jobs}
       SET status = 'completed', completed_at = now(), result = $3::jsonb,
           lease_token = NULL, lease_expires_at = NULL
-      WHERE id = $1 AND lease_token = $2 AND status = 'processing'`,
+      WHERE id = $1 AND lease_token = $2 AND status = 'processing'
+      RETURNING id, notify_on_finish`),
 
     /** Fenced like complete; the retry time is computed by the database clock. */
     scheduleRetry: `
@@ -83,12 +94,16 @@ export function jobSql(schema: string) {
       WHERE id = $1 AND lease_token = $2 AND status = 'processing'`,
 
     /** Fenced like complete. */
-    deadLetter: `
+    deadLetter: finishing(`
       UPDATE ${jobs}
       SET status = 'dead', dead_at = now(), last_error = $3,
           errors = errors || ${attemptError('$4::int', '$5::text', '$3::text')},
           retry_after = NULL, lease_token = NULL, lease_expires_at = NULL
-      WHERE id = $1 AND lease_token = $2 AND status = 'processing'`,
+      WHERE id = $1 AND lease_token = $2 AND status = 'processing'
+      RETURNING id, notify_on_finish`),
+
+    /** Wakes enqueueAndWait callers of jobs the reaper dead-lettered. */
+    notifyFinished: `SELECT pg_notify('auto_job_queue:${schema}', 'finished:' || id) FROM unnest($1::bigint[]) AS id`,
 
     /**
      * Shutdown: hands unfinished jobs back, undoing the claim's attempt. Fenced per row, so a job
@@ -147,7 +162,18 @@ export function jobSql(schema: string) {
           errors = j.errors || ${attemptError('j.attempts', 'j.worker_id', 'reaped.reason')},
           lease_token = NULL, lease_expires_at = NULL
       FROM reaped WHERE j.id = reaped.id AND j.status = 'processing'
-      RETURNING j.id::text AS id, j.type, j.status, j.worker_id`,
+      RETURNING j.id::text AS id, j.type, j.status, j.worker_id, j.notify_on_finish`,
+
+    /** Read of the effect ledger: a committed row means an earlier attempt finished that effect. */
+    findEffect: `SELECT result, true AS found FROM "${schema}".job_effects WHERE job_id = $1 AND key = $2`,
+
+    /**
+     * Records an effect as done. Not fenced by the lease on purpose: the effect happened, and the
+     * next attempt must know it, whoever owns the job now. The first record of a key wins.
+     */
+    recordEffect: `
+      INSERT INTO "${schema}".job_effects (job_id, key, result, attempt) VALUES ($1, $2, $3::jsonb, $4)
+      ON CONFLICT (job_id, key) DO NOTHING`,
 
     getJob: `SELECT ${RECORD_COLUMNS} FROM ${jobs} WHERE id = $1`,
 

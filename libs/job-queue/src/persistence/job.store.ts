@@ -11,6 +11,8 @@ export interface NewJob {
   maxAttempts: number;
   /** true when the job itself set maxAttempts; otherwise the claiming handler's setting wins. */
   maxAttemptsFromJob: boolean;
+  /** An enqueueAndWait caller waits: the finishing statement notifies it. */
+  notifyOnFinish: boolean;
   runAt: Date | null;
   delayMs: number;
   idempotencyKey: string | null;
@@ -55,6 +57,14 @@ export interface RenewalResult {
   status: JobStatus | null;
 }
 
+/** A transactional handler's transaction; `complete` marks the job done inside it, fenced. */
+export interface JobTransaction {
+  readonly manager: EntityManager;
+  complete(lease: Lease, resultJson: string): Promise<boolean>;
+  commit(): Promise<void>;
+  rollback(): Promise<void>;
+}
+
 export interface ReapedJob {
   id: string;
   type: string;
@@ -88,6 +98,10 @@ export interface JobStore {
   enqueue(jobs: readonly NewJob[], manager?: EntityManager): Promise<EnqueuedJob[]>;
   claim(request: ClaimRequest): Promise<ClaimedJob[]>;
   complete(lease: Lease, resultJson: string): Promise<boolean>;
+  /** A transaction whose writes commit only together with the job's fenced completion. */
+  beginJobTransaction(): Promise<JobTransaction>;
+  findEffect(jobId: string, key: string): Promise<{ found: boolean; result: unknown }>;
+  recordEffect(jobId: string, key: string, resultJson: string, attempt: number): Promise<void>;
   scheduleRetry(lease: Lease, error: string, attempt: number, workerId: string, delayMs: number): Promise<boolean>;
   deadLetter(lease: Lease, error: string, attempt: number, workerId: string): Promise<boolean>;
   release(leases: readonly Lease[]): Promise<string[]>;

@@ -8,6 +8,7 @@ import type {
   JobCounts,
   JobStats,
   JobStore,
+  JobTransaction,
   Lease,
   NewJob,
   ReapedJob,
@@ -18,7 +19,7 @@ import type { JobRecord } from './job-record.js';
 import { JOB_STATUSES, type JobStatus } from './job-status.js';
 import { poolOf } from './pool-of.js';
 import { toJobRecord } from './row-mapping.js';
-import { managerExecutor, poolExecutor, type SqlExecutor } from './sql-executor.js';
+import { managerExecutor, poolExecutor, type SqlExecutor, type SqlResult } from './sql-executor.js';
 
 const BIGINT_ID = /^[1-9][0-9]{0,18}$/;
 /** Enqueue retries when a conflicting idempotent row vanished between insert and lookup. */
@@ -29,15 +30,12 @@ export class PostgresJobStore implements JobStore {
   private readonly sql: JobSql;
 
   constructor(
-    private readonly pool: Pool,
+    private readonly dataSource: DataSource,
     private readonly schema: string,
+    private readonly pool: Pool = poolOf(dataSource),
     private readonly executor: SqlExecutor = poolExecutor(pool),
   ) {
     this.sql = jobSql(schema);
-  }
-
-  static fromDataSource(dataSource: DataSource, schema: string): PostgresJobStore {
-    return new PostgresJobStore(poolOf(dataSource), schema);
   }
 
   async enqueue(jobs: readonly NewJob[], manager?: EntityManager): Promise<EnqueuedJob[]> {
@@ -55,6 +53,7 @@ export class PostgresJobStore implements JobStore {
         batch.map((j) => j.delayMs),
         batch.map((j) => j.idempotencyKey),
         batch.map((j) => j.maxAttemptsFromJob),
+        batch.map((j) => j.notifyOnFinish),
       ]);
       const conflicts: typeof remaining = [];
       for (const row of rows) {
@@ -105,8 +104,49 @@ export class PostgresJobStore implements JobStore {
   }
 
   async complete(lease: Lease, resultJson: string): Promise<boolean> {
-    const { rowCount } = await this.executor.query(this.sql.complete, [lease.id, lease.leaseToken, resultJson]);
-    return rowCount === 1;
+    return applied(await this.executor.query(this.sql.complete, [lease.id, lease.leaseToken, resultJson]));
+  }
+
+  async beginJobTransaction(): Promise<JobTransaction> {
+    const queryRunner = this.dataSource.createQueryRunner();
+    await queryRunner.connect();
+    try {
+      await queryRunner.startTransaction();
+    } catch (error) {
+      await queryRunner.release();
+      throw error;
+    }
+    const executor = managerExecutor(queryRunner.manager);
+    const sql = this.sql;
+    let open = true;
+    const finish = async (action: () => Promise<void>) => {
+      if (!open) return;
+      open = false;
+      try {
+        await action();
+      } finally {
+        await queryRunner.release();
+      }
+    };
+    return {
+      manager: queryRunner.manager,
+      async complete(lease, resultJson) {
+        return applied(await executor.query(sql.complete, [lease.id, lease.leaseToken, resultJson]));
+      },
+      commit: () => finish(() => queryRunner.commitTransaction()),
+      rollback: () => finish(async () => {
+        if (queryRunner.isTransactionActive) await queryRunner.rollbackTransaction();
+      }),
+    };
+  }
+
+  async findEffect(jobId: string, key: string): Promise<{ found: boolean; result: unknown }> {
+    const { rows } = await this.executor.query<{ result: unknown }>(this.sql.findEffect, [jobId, key]);
+    return rows.length > 0 ? { found: true, result: rows[0].result } : { found: false, result: undefined };
+  }
+
+  async recordEffect(jobId: string, key: string, resultJson: string, attempt: number): Promise<void> {
+    await this.executor.query(this.sql.recordEffect, [jobId, key, resultJson, attempt]);
   }
 
   async scheduleRetry(lease: Lease, error: string, attempt: number, workerId: string, delayMs: number): Promise<boolean> {
@@ -122,8 +162,7 @@ export class PostgresJobStore implements JobStore {
   }
 
   async deadLetter(lease: Lease, error: string, attempt: number, workerId: string): Promise<boolean> {
-    const { rowCount } = await this.executor.query(this.sql.deadLetter, [lease.id, lease.leaseToken, error, attempt, workerId]);
-    return rowCount === 1;
+    return applied(await this.executor.query(this.sql.deadLetter, [lease.id, lease.leaseToken, error, attempt, workerId]));
   }
 
   async release(leases: readonly Lease[]): Promise<string[]> {
@@ -151,7 +190,8 @@ export class PostgresJobStore implements JobStore {
     try {
       await client.query('BEGIN');
       const { rows } = await client.query<{ acquired: boolean }>(this.sql.tryMaintenanceLock);
-      const result = rows[0]?.acquired ? await work(new PostgresJobStore(this.pool, this.schema, poolExecutor(client))) : null;
+      const leader = new PostgresJobStore(this.dataSource, this.schema, this.pool, poolExecutor(client));
+      const result = rows[0]?.acquired ? await work(leader) : null;
       await client.query('COMMIT');
       failed = false;
       return result;
@@ -162,10 +202,15 @@ export class PostgresJobStore implements JobStore {
   }
 
   async reapExpiredLeases(limit: number): Promise<ReapedJob[]> {
-    const { rows } = await this.executor.query<{ id: string; type: string; status: JobStatus; worker_id: string | null }>(
-      this.sql.reapExpiredLeases,
-      [limit],
-    );
+    const { rows } = await this.executor.query<{
+      id: string;
+      type: string;
+      status: JobStatus;
+      worker_id: string | null;
+      notify_on_finish: boolean;
+    }>(this.sql.reapExpiredLeases, [limit]);
+    const awaited = rows.filter((row) => row.status === 'dead' && row.notify_on_finish).map((row) => row.id);
+    if (awaited.length > 0) await this.executor.query(this.sql.notifyFinished, [awaited]);
     return rows.map((row) => ({ id: row.id, type: row.type, status: row.status, workerId: row.worker_id }));
   }
 
@@ -220,6 +265,10 @@ export class PostgresJobStore implements JobStore {
     const { rows } = await this.executor.query<{ type: string; depth: number }>(this.sql.depthByType, [types, countUpTo]);
     return new Map(rows.map((row) => [row.type, row.depth]));
   }
+}
+
+function applied(result: SqlResult<Record<string, unknown>>): boolean {
+  return result.rows[0]?.applied === 1;
 }
 
 function emptyCounts(): JobCounts {

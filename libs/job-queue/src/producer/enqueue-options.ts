@@ -15,6 +15,11 @@ export interface EnqueueOptions {
   manager?: EntityManager;
 }
 
+export interface EnqueueAndWaitOptions extends Omit<EnqueueOptions, 'manager'> {
+  /** How long to wait for the outcome before rejecting with JobWaitTimeoutError. */
+  timeoutMs: number;
+}
+
 export interface EnqueueResult {
   id: string;
   /** true when an earlier job with the same type and idempotency key was returned instead. */

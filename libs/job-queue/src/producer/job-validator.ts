@@ -88,6 +88,7 @@ export function validateJob(
     priority,
     maxAttempts: o.maxAttempts ?? defaultMaxAttempts,
     maxAttemptsFromJob: o.maxAttempts !== undefined,
+    notifyOnFinish: false,
     runAt,
     delayMs,
     idempotencyKey,

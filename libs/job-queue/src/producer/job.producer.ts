@@ -6,7 +6,9 @@ import { JOB_QUEUE_OPTIONS, JOB_STORE } from '../job-queue.constants.js';
 import { JobQueueMonitor } from '../maintenance/job-queue.monitor.js';
 import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
 import type { JobStore, NewJob } from '../persistence/job.store.js';
-import type { EnqueueManyItem, EnqueueOptions, EnqueueResult } from './enqueue-options.js';
+import { JobNotificationHub } from '../notifications/job-notification.hub.js';
+import type { EnqueueAndWaitOptions, EnqueueManyItem, EnqueueOptions, EnqueueResult } from './enqueue-options.js';
+import { JobCompletionWaiter } from './job-completion.waiter.js';
 import { validateJob } from './job-validator.js';
 
 /** Adds jobs. Inject it anywhere; it works in producer-only processes too. */
@@ -17,13 +19,47 @@ export class JobProducer {
     @Inject(JOB_QUEUE_OPTIONS) private readonly options: ResolvedJobQueueOptions,
     private readonly registry: JobHandlerRegistry,
     private readonly monitor: JobQueueMonitor,
-  ) {}
+    hub: JobNotificationHub,
+  ) {
+    this.waiter = new JobCompletionWaiter(store, hub);
+  }
+
+  private readonly waiter: JobCompletionWaiter;
 
   /** Adds one job; with `options.manager`, inside the caller's transaction. */
   async enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions): Promise<EnqueueResult> {
     const job = validateJob(type, payload, options, '', this.defaultMaxAttempts(type));
     const [result] = await this.insert([job], options?.manager);
     return result;
+  }
+
+  /**
+   * Enqueues and resolves with the handler's result, or rejects with JobFailedError (its message
+   * holds the dead-letter reason) or JobWaitTimeoutError. Works in producer-only processes too.
+   */
+  async enqueueAndWait<R = unknown, P = unknown>(type: string, payload: P, options: EnqueueAndWaitOptions): Promise<R> {
+    const timeoutMs = options?.timeoutMs;
+    if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
+      throw new InvalidJobError('options.timeoutMs', `must be a positive number of milliseconds (got ${String(timeoutMs)})`);
+    }
+    if ((options as EnqueueOptions).manager) {
+      throw new InvalidJobError(
+        'options.manager',
+        'cannot be used with enqueueAndWait: the job is invisible to workers until your transaction commits',
+      );
+    }
+    const { timeoutMs: _timeout, ...enqueueOptions } = options;
+    const job = validateJob(type, payload, enqueueOptions, '', this.defaultMaxAttempts(type));
+    job.notifyOnFinish = true;
+    const waiting = await this.waiter.prepare();
+    let id: string;
+    try {
+      [{ id }] = await this.insert([job], undefined);
+    } catch (error) {
+      waiting.cancel();
+      throw error;
+    }
+    return (await waiting.wait(id, timeoutMs)) as R;
   }
 
   /**

@@ -8,19 +8,22 @@ import {
 } from '@nestjs/common';
 import { JobQueueConnection } from '../connection/job-queue.connection.js';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
+import { EffectLedger } from '../engine/effect-ledger.js';
 import { JobRunner } from '../engine/job-runner.js';
 import { LeaseKeeper } from '../engine/lease-keeper.js';
 import { OutcomeRecorder } from '../engine/outcome-recorder.js';
 import { PeriodicTask } from '../engine/periodic-task.js';
 import { RetryPolicy } from '../engine/retry-policy.js';
 import { Worker } from '../engine/worker.js';
+import { JobQueueConfigError } from '../errors/job-queue-config.error.js';
 import { JobQueueEvents } from '../events/job-queue.events.js';
 import { JOB_QUEUE_OPTIONS, JOB_STORE } from '../job-queue.constants.js';
 import { LeaseReaper } from '../maintenance/lease-reaper.js';
+import { JobNotificationHub } from '../notifications/job-notification.hub.js';
 import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
-import { JobNotificationListener } from '../persistence/job-notification.listener.js';
 import type { JobStore } from '../persistence/job.store.js';
 import { poolOf } from '../persistence/pool-of.js';
+import { JobProducer } from '../producer/job.producer.js';
 
 export interface WorkerStatus {
   runWorker: boolean;
@@ -29,6 +32,9 @@ export interface WorkerStatus {
   /** ms since epoch when the claim loop last went round; null when no worker runs. */
   lastProgressAt: number | null;
 }
+
+/** pg's default pool size, used when the DataSource sets none. */
+const PG_DEFAULT_POOL_SIZE = 10;
 
 /**
  * Nest's side of the engine: starts the worker at bootstrap (after every provider is ready),
@@ -39,7 +45,6 @@ export interface WorkerStatus {
 export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, BeforeApplicationShutdown {
   private readonly logger = new Logger('JobQueue');
   private worker: Worker | null = null;
-  private listener: JobNotificationListener | null = null;
   private leaseTask: PeriodicTask | null = null;
   private reaperTask: PeriodicTask | null = null;
   private shuttingDown = false;
@@ -51,35 +56,36 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
     private readonly connection: JobQueueConnection,
     private readonly registry: JobHandlerRegistry,
     private readonly events: JobQueueEvents,
+    private readonly producer: JobProducer,
+    private readonly hub: JobNotificationHub,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     if (!this.options.runWorker || this.shuttingDown) return;
     const { options, store, events, logger } = this;
     const recorder = new OutcomeRecorder(store, new RetryPolicy(), events, logger, options.workerId);
+    const runner = new JobRunner(store, new EffectLedger(store, logger), (type, payload, enqueueOptions) =>
+      this.producer.enqueue(type, payload, enqueueOptions),
+    );
     const worker = new Worker(
       {
         workerId: options.workerId,
         concurrency: options.concurrency,
         pollIntervalMs: options.pollIntervalMs,
         leaseMs: options.leaseMs,
+        transactionalCapacity: this.transactionalCapacity(),
       },
       store,
       this.registry,
-      new JobRunner(),
+      runner,
       recorder,
       logger,
     );
     this.worker = worker;
-    if (options.listen) {
-      this.listener = new JobNotificationListener(
-        poolOf(this.connection.dataSource),
-        options.schema,
-        (notification) => (notification.kind === 'cancel' ? worker.interrupt(notification.jobId, 'cancelled') : worker.nudge()),
-        logger,
-      );
-      await this.listener.start();
-    }
+    await this.hub.subscribe((notification) => {
+      if (notification.kind === 'cancel') worker.interrupt(notification.jobId, 'cancelled');
+      else if (notification.kind === 'new') worker.nudge();
+    });
     const keeper = new LeaseKeeper(store, options.leaseMs, worker, logger);
     this.leaseTask = new PeriodicTask('Lease renewal', Math.max(50, Math.floor(options.leaseMs / 3)), () => keeper.runOnce(), logger);
     const reaper = new LeaseReaper(store, events, logger);
@@ -107,7 +113,7 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
   beforeApplicationShutdown(): Promise<void> {
     this.shuttingDown = true;
     // A second signal must not cut the drain short or release twice.
-    this.drained ??= this.drain();
+    this.drained ??= this.drain().finally(() => this.hub.stop());
     return this.drained;
   }
 
@@ -125,6 +131,29 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
     };
   }
 
+  /**
+   * A transactional job holds a pooled connection for its whole run. Keep enough connections for
+   * claims, lease renewals and outcome writes (and LISTEN), so those never starve behind them.
+   */
+  private transactionalCapacity(): number {
+    const transactional = this.registry.all().filter((h) => h.transactional);
+    if (transactional.length === 0) return Infinity;
+    const poolSize = (poolOf(this.connection.dataSource) as { options?: { max?: number } }).options?.max ?? PG_DEFAULT_POOL_SIZE;
+    const reserved = 2 + (this.options.listen ? 1 : 0);
+    const capacity = poolSize - reserved;
+    if (capacity < 1) {
+      throw new JobQueueConfigError(
+        `Transactional handlers (${transactional.map((h) => h.type).join(', ')}) need a connection each, and the ` +
+          `DataSource pool has ${poolSize} with ${reserved} reserved for claims, lease renewals and notifications. ` +
+          `Raise the pool size (DataSource option poolSize, or extra.max) to at least ${reserved + 1}.`,
+      );
+    }
+    if (capacity < Math.min(this.options.concurrency, transactional.reduce((sum, h) => sum + h.concurrency, 0))) {
+      this.logger.log(`Transactional jobs limited to ${capacity} at once by the pool size (${poolSize}, ${reserved} reserved).`);
+    }
+    return capacity;
+  }
+
   private async drain(): Promise<void> {
     const worker = this.worker;
     if (!worker) return;
@@ -133,7 +162,6 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
     await this.reaperTask?.stop();
     const { finished, released } = await worker.drain(this.options.drainTimeoutMs);
     await this.leaseTask?.stop();
-    await this.listener?.stop();
     this.logger.log(`Drained: ${finished} job(s) finished, ${released} released back to pending.`);
     this.events.emit({ kind: 'drained', workerId: this.options.workerId });
   }

@@ -1,0 +1,58 @@
+import { JobFailedError } from '../errors/job-failed.error.js';
+import { JobWaitTimeoutError } from '../errors/job-wait-timeout.error.js';
+import type { JobStore } from '../persistence/job.store.js';
+import type { JobNotificationHub } from '../notifications/job-notification.hub.js';
+
+/** Poll intervals while waiting: a safety net for missed notifications and `listen: false`. */
+const POLL_MIN_MS = 100;
+const POLL_MAX_MS = 1_000;
+
+/**
+ * Waits for one job's outcome: woken by the finishing statement's notification, re-reading the
+ * row each time (the row, not the notification, is the truth), with a slow poll as a fallback.
+ */
+export class JobCompletionWaiter {
+  constructor(
+    private readonly store: JobStore,
+    private readonly hub: JobNotificationHub,
+  ) {}
+
+  /** Call before the job is enqueued, so its notification cannot be missed. */
+  async prepare(): Promise<{ wait(jobId: string, timeoutMs: number): Promise<unknown>; cancel(): void }> {
+    let wake: (() => void) | null = null;
+    let watchedId: string | null = null;
+    const unsubscribe = await this.hub.subscribe((notification) => {
+      if ((notification.kind === 'finished' || notification.kind === 'cancel') && notification.jobId === watchedId) wake?.();
+    });
+    const store = this.store;
+    return {
+      cancel: unsubscribe,
+      async wait(jobId, timeoutMs) {
+        watchedId = jobId;
+        const deadline = Date.now() + timeoutMs;
+        let pollMs = POLL_MIN_MS;
+        try {
+          for (;;) {
+            const job = await store.getJob(jobId);
+            if (!job) throw new JobFailedError(jobId, 'cancelled', 'the job no longer exists');
+            if (job.status === 'completed') return job.result;
+            if (job.status === 'dead' || job.status === 'cancelled') throw new JobFailedError(jobId, job.status, job.lastError);
+            const remaining = deadline - Date.now();
+            if (remaining <= 0) throw new JobWaitTimeoutError(jobId, timeoutMs, job.status);
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, Math.min(pollMs, remaining));
+              wake = () => {
+                clearTimeout(timer);
+                resolve();
+              };
+            });
+            wake = null;
+            pollMs = Math.min(pollMs * 2, POLL_MAX_MS);
+          }
+        } finally {
+          unsubscribe();
+        }
+      },
+    };
+  }
+}
