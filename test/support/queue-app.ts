@@ -39,7 +39,12 @@ export async function startQueueApp(
   });
   if (quiet) builder.setLogger(quiet);
   const app = await builder.compile();
-  await app.init();
+  try {
+    await app.init();
+  } catch (error) {
+    await app.close().catch(() => undefined);
+    throw error;
+  }
   let closed = false;
   return {
     app,

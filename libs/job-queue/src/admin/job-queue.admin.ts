@@ -3,7 +3,8 @@ import { InvalidJobError } from '../errors/invalid-job.error.js';
 import { JobNotFoundError } from '../errors/job-not-found.error.js';
 import { JobStateError } from '../errors/job-state.error.js';
 import { JOB_STORE } from '../job-queue.constants.js';
-import type { JobStats, JobStore } from '../persistence/job.store.js';
+import type { CircuitRecord, JobStats, JobStore } from '../persistence/job.store.js';
+import type { ScheduledType } from '../schedules/cron-scheduler.js';
 import type { JobRecord } from '../persistence/job-record.js';
 import { WorkerHost } from '../worker/worker.host.js';
 
@@ -20,6 +21,16 @@ export class JobQueueAdmin {
     @Inject(JOB_STORE) private readonly store: JobStore,
     private readonly workerHost: WorkerHost,
   ) {}
+
+  /** One entry per open (or half-open) circuit, across the cluster. */
+  circuits(): Promise<CircuitRecord[]> {
+    return this.store.openCircuits();
+  }
+
+  /** Cron schedules run by this process, with their next slot. */
+  schedules(): ScheduledType[] {
+    return this.workerHost.schedules();
+  }
 
   /** The job, or null for an unknown id. */
   getJob(id: string): Promise<JobRecord | null> {

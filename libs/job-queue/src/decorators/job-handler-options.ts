@@ -22,6 +22,23 @@ export interface JobHandlerOptions {
    * @default false
    */
   transactional?: boolean;
+  /**
+   * After `failureThreshold` consecutive failed attempts of this type (all workers together), no
+   * worker claims it for `cooldownMs`; then one probe job runs: success closes the circuit,
+   * failure re-opens it. PermanentJobError and invalid payloads do not count.
+   */
+  circuitBreaker?: { failureThreshold: number; cooldownMs: number };
+  /** At most `max` starts of this type per `perMs`, across all workers. */
+  rateLimit?: { max: number; perMs: number };
+  /** At most this many jobs of this type running at once, across all workers. */
+  globalConcurrency?: number;
+  /**
+   * Schedule: a 5-field cron expression (6 with seconds first). Exactly one job per slot across
+   * all processes, with payload `{ scheduledFor }` (ISO 8601, UTC).
+   */
+  cron?: string;
+  /** IANA time zone the cron expression is read in. @default 'UTC' */
+  timezone?: string;
 }
 
 /** What `@JobHandler` records on a method: metadata only, interpreted at boot. */

@@ -15,6 +15,10 @@ function handler(type: string, location: string): RegisteredHandler {
     timeoutMs: null,
     schema: null,
     transactional: false,
+    circuitBreaker: null,
+    rateLimit: null,
+    globalConcurrency: null,
+    schedule: null,
     invoke: () => undefined,
   } as RegisteredHandler;
 }

@@ -2,7 +2,35 @@ import type { JobHandlerMetadata } from '../decorators/job-handler-options.js';
 import { JobQueueConfigError } from '../errors/job-queue-config.error.js';
 import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
 import { positiveInteger } from '../options/option-checks.js';
+import { CronSchedule } from '../schedules/cron-schedule.js';
 import type { RegisteredHandler } from './registered-handler.js';
+
+function resolvePair<T extends Record<string, number>, R>(
+  where: string,
+  name: string,
+  value: T | undefined,
+  first: keyof T & string,
+  second: keyof T & string,
+  build: (value: T) => R,
+): R | null {
+  if (value === undefined) return null;
+  if (!value || typeof value !== 'object') throw new JobQueueConfigError(`${where} ${name} must be { ${first}, ${second} }.`);
+  positiveInteger(`${where} ${name}.${first}`, value[first]);
+  positiveInteger(`${where} ${name}.${second}`, value[second]);
+  return build(value);
+}
+
+function resolveSchedule(where: string, cron: unknown, timezone: unknown): CronSchedule | null {
+  if (cron === undefined) {
+    if (timezone !== undefined) throw new JobQueueConfigError(`${where} timezone only applies together with cron.`);
+    return null;
+  }
+  try {
+    return CronSchedule.parse(cron as string, (timezone as string | undefined) ?? 'UTC');
+  } catch (error) {
+    throw new JobQueueConfigError(`${where} ${(error as Error).message}`);
+  }
+}
 
 function resolveFlag(where: string, name: string, value: unknown): boolean {
   if (value === undefined) return false;
@@ -46,6 +74,14 @@ export function resolveHandler(
     timeoutMs: options.timeoutMs === undefined ? null : check('timeoutMs', options.timeoutMs, 0),
     schema: options.schema ?? null,
     transactional: resolveFlag(where, 'transactional', options.transactional),
+    circuitBreaker: resolvePair(where, 'circuitBreaker', options.circuitBreaker, 'failureThreshold', 'cooldownMs', (b) => ({
+      failureThreshold: b.failureThreshold,
+      cooldownMs: b.cooldownMs,
+    })),
+    rateLimit: resolvePair(where, 'rateLimit', options.rateLimit, 'max', 'perMs', (r) => ({ max: r.max, perMs: r.perMs })),
+    globalConcurrency:
+      options.globalConcurrency === undefined ? null : positiveInteger(`${where} globalConcurrency`, options.globalConcurrency),
+    schedule: resolveSchedule(where, options.cron, options.timezone),
     invoke,
   });
 }

@@ -1,59 +1,65 @@
 import { describe, expect, it } from 'vitest';
-import { ClaimPlanner, type TypeCapacity } from './claim-planner.js';
+import type { ClaimRequest } from '../persistence/job.store.js';
+import { ClaimPlanner, rateWindowMs, type TypeCapacity } from './claim-planner.js';
 
 const types: TypeCapacity[] = [
   { type: 'email.send', concurrency: 2, maxAttempts: 3 },
   { type: 'report.build', concurrency: 10, maxAttempts: 5 },
   { type: 'image.resize', concurrency: 4, maxAttempts: 1 },
 ];
-const planner = new ClaimPlanner(5, types, 'worker-a', 30_000);
 const inFlight = (entries: Record<string, number> = {}) => new Map(Object.entries(entries));
+const planner = () => new ClaimPlanner(5, types, 'worker-a', 30_000);
+
+/** The per-type requests keyed by type; the planner may order them as it likes. */
+function limits(plan: ClaimRequest | null): Record<string, number> {
+  return Object.fromEntries((plan?.perType ?? []).map((entry) => [entry.type, entry.limit]));
+}
 
 describe('ClaimPlanner', () => {
   it('asks for the free capacity when nothing runs, each type limited by its own concurrency', () => {
-    expect(planner.plan(0, inFlight())).toEqual({
-      workerId: 'worker-a',
-      leaseMs: 30_000,
-      limit: 5,
-      perType: [
-        { type: 'email.send', limit: 2, maxAttempts: 3 },
-        { type: 'report.build', limit: 5, maxAttempts: 5 },
-        { type: 'image.resize', limit: 4, maxAttempts: 1 },
-      ],
-    });
+    const plan = planner().plan(0, inFlight());
+    expect(plan).toMatchObject({ workerId: 'worker-a', leaseMs: 30_000, limit: 5 });
+    expect(plan?.perType).toHaveLength(3);
+    expect(plan?.perType).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ type: 'email.send', limit: 2, maxAttempts: 3 }),
+        expect.objectContaining({ type: 'report.build', limit: 5, maxAttempts: 5 }),
+        expect.objectContaining({ type: 'image.resize', limit: 4, maxAttempts: 1 }),
+      ]),
+    );
   });
 
   it('subtracts what is in flight, overall and per type', () => {
-    const plan = planner.plan(3, inFlight({ 'email.send': 1, 'image.resize': 2 }));
+    const plan = planner().plan(3, inFlight({ 'email.send': 1, 'image.resize': 2 }));
     expect(plan?.limit).toBe(2);
-    expect(plan?.perType).toEqual([
-      { type: 'email.send', limit: 1, maxAttempts: 3 },
-      { type: 'report.build', limit: 2, maxAttempts: 5 },
-      { type: 'image.resize', limit: 2, maxAttempts: 1 },
-    ]);
+    expect(limits(plan)).toEqual({ 'email.send': 1, 'report.build': 2, 'image.resize': 2 });
   });
 
   it('never asks a type for more than the global free capacity', () => {
-    const plan = planner.plan(4, inFlight({ 'report.build': 4 }));
+    const plan = planner().plan(4, inFlight({ 'report.build': 4 }));
     expect(plan?.limit).toBe(1);
-    for (const entry of plan!.perType) expect(entry.limit).toBeLessThanOrEqual(1);
+    expect(limits(plan)).toEqual({ 'email.send': 1, 'report.build': 1, 'image.resize': 1 });
   });
 
   it('omits types already at their capacity', () => {
-    const plan = planner.plan(4, inFlight({ 'email.send': 2, 'image.resize': 2 }));
-    expect(plan?.perType.map((entry) => entry.type)).toEqual(['report.build', 'image.resize']);
-    const none = planner.plan(4, inFlight({ 'email.send': 2, 'report.build': 0, 'image.resize': 4 }));
-    expect(none?.perType).toEqual([{ type: 'report.build', limit: 1, maxAttempts: 5 }]);
+    expect(limits(planner().plan(4, inFlight({ 'email.send': 2, 'image.resize': 2 })))).toEqual({
+      'report.build': 1,
+      'image.resize': 1,
+    });
+    expect(limits(planner().plan(4, inFlight({ 'email.send': 2, 'report.build': 0, 'image.resize': 4 })))).toEqual({
+      'report.build': 1,
+    });
   });
 
-  it('omits a type that is over its capacity (never a negative limit)', () => {
-    const plan = planner.plan(3, inFlight({ 'email.send': 3 }));
-    expect(plan?.perType.find((entry) => entry.type === 'email.send')).toBeUndefined();
+  it('omits a type that is over its capacity (never a zero or negative limit)', () => {
+    const plan = planner().plan(3, inFlight({ 'email.send': 3 }));
+    expect(limits(plan)).not.toHaveProperty('email.send');
+    for (const entry of plan!.perType) expect(entry.limit).toBeGreaterThan(0);
   });
 
   it('returns null when the worker is full', () => {
-    expect(planner.plan(5, inFlight({ 'report.build': 5 }))).toBeNull();
-    expect(planner.plan(6, inFlight({ 'report.build': 6 }))).toBeNull();
+    expect(planner().plan(5, inFlight({ 'report.build': 5 }))).toBeNull();
+    expect(planner().plan(6, inFlight({ 'report.build': 6 }))).toBeNull();
   });
 
   it('returns null when every type is at capacity although slots are free', () => {
@@ -63,5 +69,65 @@ describe('ClaimPlanner', () => {
 
   it('returns null when there are no handler types', () => {
     expect(new ClaimPlanner(10, [], 'worker-a', 30_000).plan(0, inFlight())).toBeNull();
+  });
+
+  describe('transactional types', () => {
+    const mixed: TypeCapacity[] = [
+      { type: 'ledger.post', concurrency: 5, maxAttempts: 3, transactional: true },
+      { type: 'stock.move', concurrency: 5, maxAttempts: 3, transactional: true },
+      { type: 'email.send', concurrency: 5, maxAttempts: 3 },
+    ];
+
+    it('share the transactional capacity between them; other types are unaffected', () => {
+      const plan = new ClaimPlanner(10, mixed, 'worker-a', 30_000, 3).plan(0, inFlight(), 0);
+      const byType = limits(plan);
+      expect((byType['ledger.post'] ?? 0) + (byType['stock.move'] ?? 0)).toBe(3);
+      expect(byType['email.send']).toBe(5);
+    });
+
+    it('are omitted while the transactional capacity is used up', () => {
+      const plan = new ClaimPlanner(10, mixed, 'worker-a', 30_000, 3).plan(3, inFlight({ 'ledger.post': 3 }), 3);
+      expect(limits(plan)).toEqual({ 'email.send': 5 });
+    });
+
+    it('take turns for a scarce capacity, so no transactional type starves', () => {
+      const scarce = new ClaimPlanner(10, mixed, 'worker-a', 30_000, 1);
+      const served = new Set<string>();
+      for (let i = 0; i < mixed.length; i++) {
+        const plan = scarce.plan(0, inFlight(), 0);
+        const transactional = plan!.perType.filter((entry) => entry.type !== 'email.send');
+        expect(transactional.reduce((sum, entry) => sum + entry.limit, 0)).toBe(1);
+        for (const entry of transactional) served.add(entry.type);
+      }
+      expect(served).toEqual(new Set(['ledger.post', 'stock.move']));
+    });
+
+    it('have no extra limit by default', () => {
+      const plan = new ClaimPlanner(10, mixed, 'worker-a', 30_000).plan(0, inFlight());
+      expect(limits(plan)).toEqual({ 'ledger.post': 5, 'stock.move': 5, 'email.send': 5 });
+    });
+  });
+});
+
+describe('ClaimPlanner flow limits', () => {
+  it('passes rate limits (with the safety margin) and global concurrency through to the claim', () => {
+    const planner = new ClaimPlanner(
+      10,
+      [
+        { type: 'partner.call', concurrency: 10, maxAttempts: 3, rateLimit: { max: 20, perMs: 1000 }, globalConcurrency: 2 },
+        { type: 'plain', concurrency: 10, maxAttempts: 3 },
+      ],
+      'w',
+      30_000,
+    );
+    const plan = planner.plan(0, new Map());
+    const byType = Object.fromEntries(plan!.perType.map((t) => [t.type, t]));
+    expect(byType['partner.call']).toMatchObject({ rateMax: 20, rateWindowMs: 1100, globalMax: 2 });
+    expect(byType.plain).toMatchObject({ rateMax: null, rateWindowMs: null, globalMax: null });
+  });
+
+  it('widens short rate windows by a tenth and long ones by at most 100 ms', () => {
+    expect(rateWindowMs(100)).toBe(110);
+    expect(rateWindowMs(60_000)).toBe(60_100);
   });
 });

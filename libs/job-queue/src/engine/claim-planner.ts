@@ -1,4 +1,4 @@
-import type { ClaimRequest } from '../persistence/job.store.js';
+import type { ClaimRequest, TypeClaim } from '../persistence/job.store.js';
 
 export interface TypeCapacity {
   type: string;
@@ -6,6 +6,16 @@ export interface TypeCapacity {
   maxAttempts: number;
   /** Transactional handlers hold a pooled connection for their whole run. */
   transactional?: boolean;
+  rateLimit?: { max: number; perMs: number } | null;
+  globalConcurrency?: number | null;
+}
+
+/**
+ * Rate windows are checked a little wider than configured, so handler starts (a few ms after
+ * their claim, in another process) never crowd more than `max` into any `perMs` window.
+ */
+export function rateWindowMs(perMs: number): number {
+  return perMs + Math.min(100, Math.ceil(perMs / 10));
 }
 
 /**
@@ -32,14 +42,23 @@ export class ClaimPlanner {
     // Rotate which transactional type gets the shared connections first, so none starves.
     const offset = this.types.length > 0 ? this.rotation++ % this.types.length : 0;
     const ordered = [...this.types.slice(offset), ...this.types.slice(0, offset)];
-    const perType: Array<{ type: string; limit: number; maxAttempts: number }> = [];
-    for (const { type, concurrency, maxAttempts, transactional } of ordered) {
+    const perType: TypeClaim[] = [];
+    for (const { type, concurrency, maxAttempts, transactional, rateLimit, globalConcurrency } of ordered) {
       let limit = Math.min(free, concurrency - (inFlightByType.get(type) ?? 0));
       if (transactional) {
         limit = Math.min(limit, transactionalFree);
         transactionalFree -= Math.max(limit, 0);
       }
-      if (limit > 0) perType.push({ type, limit, maxAttempts });
+      if (limit > 0) {
+        perType.push({
+          type,
+          limit,
+          maxAttempts,
+          rateMax: rateLimit?.max ?? null,
+          rateWindowMs: rateLimit ? rateWindowMs(rateLimit.perMs) : null,
+          globalMax: globalConcurrency ?? null,
+        });
+      }
     }
     if (perType.length === 0) return null;
     return { workerId: this.workerId, leaseMs: this.leaseMs, limit: free, perType };

@@ -8,6 +8,7 @@ import type { AttemptOutcome } from './attempt-outcome.js';
 import { describeError } from './describe-error.js';
 import type { EffectLedger } from './effect-ledger.js';
 import type { JobContext } from './job-context.js';
+import { jsonHasNul } from '../persistence/json-text.js';
 
 /** Enqueues on behalf of a running handler (the producer, with its validation and backpressure). */
 export type HandlerEnqueue = (type: string, payload: unknown, options?: EnqueueOptions) => Promise<EnqueueResult>;
@@ -141,7 +142,7 @@ function serialiseResult(value: unknown): AttemptOutcome {
     return { kind: 'failed', error: `handler result is not JSON-serialisable: ${describeError(error)}`, permanent: false };
   }
   if (json === undefined) json = 'null';
-  if (json.includes('\\u0000')) {
+  if (jsonHasNul(json)) {
     return { kind: 'failed', error: 'handler result contains a NUL character, which PostgreSQL jsonb cannot store', permanent: false };
   }
   return { kind: 'succeeded', resultJson: json };

@@ -29,13 +29,16 @@ export class OutcomeRecorder {
       case 'succeeded': {
         if (await this.write(job, () => this.store.complete(job, outcome.resultJson))) {
           this.events.emit({ kind: 'completed', ...base });
+          await this.circuitSuccess(handler);
         }
         return;
       }
       case 'committed':
         this.events.emit({ kind: 'completed', ...base });
+        await this.circuitSuccess(handler);
         return;
       case 'failed': {
+        if (!outcome.permanent) await this.circuitFailure(handler);
         if (outcome.permanent || job.attempt >= job.maxAttempts) {
           if (await this.write(job, () => this.store.deadLetter(job, outcome.error, job.attempt, this.workerId))) {
             this.logger.warn(`Job ${job.id} (${job.type}) dead-lettered after attempt ${job.attempt}: ${outcome.error}`);
@@ -54,6 +57,35 @@ export class OutcomeRecorder {
         else if (outcome.reason === 'drain') await this.write(job, async () => (await this.store.release([job])).length === 1);
         return;
       }
+    }
+  }
+
+  /** Circuit bookkeeping must never fail the outcome it follows: errors are logged only. */
+  private async circuitSuccess(handler: RegisteredHandler): Promise<void> {
+    if (!handler.circuitBreaker) return;
+    try {
+      if ((await this.store.recordCircuitSuccess(handler.type)).closed) {
+        this.logger.log(`Circuit for ${handler.type} closed: a job succeeded.`);
+        this.events.emit({ kind: 'circuit-closed', type: handler.type });
+      }
+    } catch (error) {
+      this.logger.warn(`Could not record circuit success for ${handler.type}: ${(error as Error)?.message}`);
+    }
+  }
+
+  private async circuitFailure(handler: RegisteredHandler): Promise<void> {
+    const breaker = handler.circuitBreaker;
+    if (!breaker) return;
+    try {
+      if ((await this.store.recordCircuitFailure(handler.type, breaker.failureThreshold, breaker.cooldownMs)).opened) {
+        this.logger.warn(
+          `Circuit for ${handler.type} opened after ${breaker.failureThreshold} consecutive failures: ` +
+            `no worker claims it for ${breaker.cooldownMs} ms, then one probe job runs.`,
+        );
+        this.events.emit({ kind: 'circuit-opened', type: handler.type });
+      }
+    } catch (error) {
+      this.logger.warn(`Could not record circuit failure for ${handler.type}: ${(error as Error)?.message}`);
     }
   }
 

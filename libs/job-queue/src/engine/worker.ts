@@ -61,6 +61,8 @@ export class Worker implements LeaseHolder {
         concurrency: h.concurrency,
         maxAttempts: h.maxAttempts,
         transactional: h.transactional,
+        rateLimit: h.rateLimit,
+        globalConcurrency: h.globalConcurrency,
       })),
       settings.workerId,
       settings.leaseMs,
@@ -83,6 +85,7 @@ export class Worker implements LeaseHolder {
 
   start(): void {
     if (this.state !== 'idle') return;
+    this.lastProgressAt = Date.now();
     if (this.registry.types().length === 0) {
       this.logger.log('No @JobHandler found in this application: the worker will not claim anything.');
     }

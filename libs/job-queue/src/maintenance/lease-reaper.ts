@@ -15,10 +15,16 @@ export class LeaseReaper {
     private readonly store: JobStore,
     private readonly events: EventSink,
     private readonly logger: EngineLogger,
+    /** Rate-limit start records older than this are no longer read and are pruned. */
+    private readonly startsRetentionMs = 0,
   ) {}
 
   async runOnce(): Promise<{ retried: number; dead: number }> {
-    const reaped = await this.store.asMaintenanceLeader((store) => store.reapExpiredLeases(REAP_BATCH));
+    const reaped = await this.store.asMaintenanceLeader(async (store) => {
+      const jobs = await store.reapExpiredLeases(REAP_BATCH);
+      if (this.startsRetentionMs > 0) await store.pruneStarts(this.startsRetentionMs);
+      return jobs;
+    });
     let dead = 0;
     for (const job of reaped ?? []) {
       this.events.emit({ kind: 'lease-expired', jobId: job.id, type: job.type, workerId: job.workerId ?? undefined });

@@ -2,7 +2,8 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { JobQueueConnection } from '../connection/job-queue.connection.js';
 import { JOB_QUEUE_OPTIONS } from '../job-queue.constants.js';
 import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
-import { type JobNotification, JobNotificationListener } from '../persistence/job-notification.listener.js';
+import { JobNotificationListener } from '../persistence/job-notification.listener.js';
+import type { JobNotification } from './job-notification.js';
 import { poolOf } from '../persistence/pool-of.js';
 
 type Subscriber = (notification: JobNotification) => void;

@@ -29,7 +29,8 @@ export function resolveJobQueueOptions(options: JobQueueOptions): ResolvedJobQue
   }
   const retry = options.retry ?? {};
   const baseDelayMs = positiveInteger('retry.baseDelayMs', retry.baseDelayMs ?? defaults.DEFAULT_BASE_DELAY_MS, 0);
-  const maxDelayMs = positiveInteger('retry.maxDelayMs', retry.maxDelayMs ?? defaults.DEFAULT_MAX_DELAY_MS, 0);
+  // An unset cap never sits below a base the user raised.
+  const maxDelayMs = positiveInteger('retry.maxDelayMs', retry.maxDelayMs ?? Math.max(defaults.DEFAULT_MAX_DELAY_MS, baseDelayMs), 0);
   if (maxDelayMs < baseDelayMs) {
     throw new JobQueueConfigError(`retry.maxDelayMs (${maxDelayMs}) must not be below retry.baseDelayMs (${baseDelayMs}).`);
   }

@@ -1,7 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import type { EngineLogger } from '../engine/engine-logger.js';
 
-export type JobNotification = { kind: 'new' } | { kind: 'cancel'; jobId: string } | { kind: 'finished'; jobId: string };
+import type { JobNotification } from '../notifications/job-notification.js';
 
 /**
  * One LISTEN connection per process, held out of the DataSource's pool. It reconnects after a

@@ -21,6 +21,7 @@ export interface JobRecord {
   errors: JobAttemptError[];
   result: unknown;
   idempotencyKey: string | null;
+  orderingKey: string | null;
   workerId: string | null;
   runAt: Date;
   createdAt: Date;

@@ -45,6 +45,9 @@ export class JobEntity {
   @Column({ name: 'idempotency_key', type: 'text', nullable: true })
   idempotencyKey!: string | null;
 
+  @Column({ name: 'ordering_key', type: 'text', nullable: true })
+  orderingKey!: string | null;
+
   @Column({ name: 'worker_id', type: 'text', nullable: true })
   workerId!: string | null;
 

@@ -4,8 +4,10 @@
  */
 export function jobSql(schema: string) {
   const jobs = `"${schema}".jobs`;
+  const types = `"${schema}".job_types`;
+  const starts = `"${schema}".job_starts`;
   const RECORD_COLUMNS = `id::text AS id, type, payload, status, priority, attempts, max_attempts, last_error, errors,
-    result, idempotency_key, worker_id, run_at, created_at, claimed_at, completed_at, retry_after, dead_at, lease_expires_at`;
+    result, idempotency_key, ordering_key, worker_id, run_at, created_at, claimed_at, completed_at, retry_after, dead_at, lease_expires_at`;
   /** Wraps a fenced UPDATE … RETURNING id, notify_on_finish: reports `applied` and notifies waiters. */
   const finishing = (update: string) => `
       WITH done AS (${update})
@@ -24,12 +26,13 @@ export function jobSql(schema: string) {
     enqueue: `
       WITH input AS MATERIALIZED (
         SELECT nextval('"${schema}".jobs_id_seq') AS id, i.*
-        FROM unnest($1::text[], $2::jsonb[], $3::int[], $4::int[], $5::timestamptz[], $6::float8[], $7::text[], $8::bool[], $9::bool[])
+        FROM unnest($1::text[], $2::jsonb[], $3::int[], $4::int[], $5::timestamptz[], $6::float8[], $7::text[], $8::bool[], $9::bool[], $10::text[])
              WITH ORDINALITY AS i(type, payload, priority, max_attempts, run_at, delay_ms, idempotency_key, max_attempts_from_job,
-                                  notify_on_finish, ord)
+                                  notify_on_finish, ordering_key, ord)
       ), inserted AS (
-        INSERT INTO ${jobs} (id, type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, run_at, idempotency_key)
-        SELECT id, type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish,
+        INSERT INTO ${jobs} (id, type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key,
+                             run_at, idempotency_key)
+        SELECT id, type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key,
                COALESCE(run_at, now() + delay_ms * interval '1 millisecond'), idempotency_key
         FROM input ORDER BY ord
         ON CONFLICT (type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
@@ -45,34 +48,112 @@ export function jobSql(schema: string) {
         ON j.type = k.type AND j.idempotency_key = k.key`,
 
     /**
-     * Claims up to each type's free capacity in priority order. FOR UPDATE SKIP LOCKED means two
-     * workers never lock the same row, and the status is rechecked on the locked row version, so a
-     * job is claimed once; the MATERIALIZED CTE fences the LIMIT from the planner. A job without
-     * its own maxAttempts takes the claiming handler's.
+     * Claims up to each type's allowance in priority order. The allowance is the worker's free
+     * capacity for the type, cut by its circuit (closed: all; open: none; cool-down over: one probe,
+     * taken by whichever claim flips the circuit to half-open first, under the row lock), its rate
+     * limit (starts in the window) and its global concurrency (running jobs); callers hold the
+     * type's job_types row lock for the last two (claimLimitedLock), so those counts are exact.
+     * A job with an ordering key is claimable only while it is the oldest unfinished job of its key.
+     * FOR UPDATE SKIP LOCKED means two workers never lock the same row, and the status is rechecked
+     * on the locked row version, so a job is claimed once; the MATERIALIZED CTE fences the LIMIT
+     * from the planner. A job without its own maxAttempts takes the claiming handler's.
      */
     claim: `
       WITH wanted AS (
-        SELECT * FROM unnest($1::text[], $2::int[], $6::int[]) AS w(type, n, max_attempts)
+        SELECT * FROM unnest($1::text[], $2::int[], $6::int[], $7::int[], $8::int[], $9::int[])
+                 AS w(type, n, max_attempts, rate_max, rate_window_ms, global_max)
+      ), probes AS (
+        UPDATE ${types} t
+        SET circuit_state = 'half-open', reopen_at = now() + t.cooldown_ms * interval '1 millisecond'
+        WHERE t.type IN (SELECT type FROM wanted) AND t.circuit_state <> 'closed' AND t.reopen_at <= now()
+        RETURNING t.type
+      ), allowed AS (
+        SELECT w.type, w.max_attempts, LEAST(
+          w.n,
+          CASE WHEN p.type IS NOT NULL THEN 1 WHEN t.circuit_state IS NULL OR t.circuit_state = 'closed' THEN w.n ELSE 0 END,
+          CASE WHEN w.rate_max IS NULL THEN w.n
+               ELSE w.rate_max - (SELECT count(*) FROM ${starts} s
+                                  WHERE s.type = w.type AND s.started_at > clock_timestamp() - w.rate_window_ms * interval '1 millisecond')::int
+          END,
+          CASE WHEN w.global_max IS NULL THEN w.n
+               ELSE w.global_max - (SELECT count(*) FROM ${jobs} r WHERE r.type = w.type AND r.status = 'processing')::int
+          END) AS n
+        FROM wanted w
+        LEFT JOIN ${types} t ON t.type = w.type
+        LEFT JOIN probes p ON p.type = w.type
       ), picked AS MATERIALIZED (
-        SELECT c.id, w.max_attempts FROM wanted w
+        SELECT c.id, a.max_attempts FROM allowed a
         CROSS JOIN LATERAL (
           SELECT j.id, j.priority, j.run_at FROM ${jobs} j
-          WHERE j.type = w.type AND j.status IN ('pending', 'failed') AND j.run_at <= now()
+          WHERE j.type = a.type AND j.status IN ('pending', 'failed') AND j.run_at <= now()
+            AND (j.ordering_key IS NULL OR NOT EXISTS (
+                  SELECT 1 FROM ${jobs} e
+                  WHERE e.ordering_key = j.ordering_key AND e.id < j.id AND e.status IN ('pending', 'processing', 'failed')))
           ORDER BY j.priority DESC, j.run_at, j.id
-          LIMIT w.n
+          LIMIT GREATEST(a.n, 0)
           FOR UPDATE SKIP LOCKED
         ) c
         ORDER BY c.priority DESC, c.run_at, c.id
         LIMIT $3
+      ), claimed AS (
+        UPDATE ${jobs} j
+        SET status = 'processing', attempts = j.attempts + 1, claimed_at = now(), worker_id = $4,
+            max_attempts = CASE WHEN j.max_attempts_from_job THEN j.max_attempts ELSE picked.max_attempts END,
+            lease_token = gen_random_uuid(), lease_expires_at = now() + $5 * interval '1 millisecond',
+            retry_after = NULL
+        FROM picked WHERE j.id = picked.id
+        RETURNING j.id, j.type, j.payload, j.attempts, j.max_attempts, j.idempotency_key, j.priority, j.lease_token
+      ), started AS (
+        INSERT INTO ${starts} (type, started_at)
+        SELECT claimed.type, clock_timestamp() FROM claimed JOIN wanted w ON w.type = claimed.type
+        WHERE w.rate_max IS NOT NULL
       )
-      UPDATE ${jobs} j
-      SET status = 'processing', attempts = j.attempts + 1, claimed_at = now(), worker_id = $4,
-          max_attempts = CASE WHEN j.max_attempts_from_job THEN j.max_attempts ELSE picked.max_attempts END,
-          lease_token = gen_random_uuid(), lease_expires_at = now() + $5 * interval '1 millisecond',
-          retry_after = NULL
-      FROM picked WHERE j.id = picked.id
-      RETURNING j.id::text AS id, j.type, j.payload, j.attempts, j.max_attempts, j.idempotency_key,
-                j.priority, j.lease_token::text AS lease_token`,
+      SELECT id::text AS id, type, payload, attempts, max_attempts, idempotency_key, priority,
+             lease_token::text AS lease_token
+      FROM claimed`,
+
+    /**
+     * Taken in the claim's transaction before it, for types with a rate limit or global
+     * concurrency: claims of one such type are serialised across workers, so the counts the claim
+     * reads are not raced. Ordered by type, so two workers never deadlock.
+     */
+    claimLimitedLock: `SELECT type FROM ${types} WHERE type = ANY($1::text[]) ORDER BY type FOR UPDATE`,
+
+    /** Idempotent: one row per job type, made by any worker that handles the type. */
+    registerTypes: `INSERT INTO ${types} (type) SELECT unnest($1::text[]) ON CONFLICT (type) DO NOTHING`,
+
+    /**
+     * A failed attempt of a type with a circuit breaker. The row lock serialises concurrent
+     * failures, so the count is exact and only one of them opens the circuit.
+     */
+    recordCircuitFailure: `
+      WITH previous AS (SELECT circuit_state FROM ${types} WHERE type = $1 FOR UPDATE)
+      UPDATE ${types} t
+      SET consecutive_failures = t.consecutive_failures + 1, cooldown_ms = $3,
+          circuit_state = CASE WHEN t.circuit_state = 'half-open' OR t.consecutive_failures + 1 >= $2 THEN 'open' ELSE t.circuit_state END,
+          opened_at = CASE WHEN t.circuit_state <> 'open' AND (t.circuit_state = 'half-open' OR t.consecutive_failures + 1 >= $2)
+                           THEN now() ELSE t.opened_at END,
+          reopen_at = CASE WHEN t.circuit_state <> 'open' AND (t.circuit_state = 'half-open' OR t.consecutive_failures + 1 >= $2)
+                           THEN now() + $3 * interval '1 millisecond' ELSE t.reopen_at END
+      FROM previous WHERE t.type = $1
+      RETURNING previous.circuit_state AS previous_state, t.circuit_state AS state`,
+
+    /**
+     * A success closes the circuit. Only a row that is not already closed-and-clean is updated
+     * (and locked), so successes on a healthy type write nothing and never queue on the row.
+     */
+    recordCircuitSuccess: `
+      UPDATE ${types} t
+      SET consecutive_failures = 0, circuit_state = 'closed', opened_at = NULL, reopen_at = NULL
+      WHERE t.type = $1 AND (t.consecutive_failures > 0 OR t.circuit_state <> 'closed')
+      RETURNING (SELECT circuit_state FROM ${types} WHERE type = $1) AS previous_state`,
+
+    openCircuits: `
+      SELECT type, circuit_state, consecutive_failures, opened_at, reopen_at FROM ${types}
+      WHERE circuit_state <> 'closed' ORDER BY type`,
+
+    /** Maintenance: the start log only matters within the longest rate window. */
+    pruneStarts: `DELETE FROM ${starts} WHERE started_at < now() - $1 * interval '1 millisecond'`,
 
     /**
      * Fenced: applies only while this worker still holds the lease token. Notifies an

@@ -16,6 +16,8 @@ export interface NewJob {
   runAt: Date | null;
   delayMs: number;
   idempotencyKey: string | null;
+  /** Jobs sharing a key run one at a time, in enqueue order. */
+  orderingKey: string | null;
 }
 
 export interface EnqueuedJob {
@@ -29,7 +31,26 @@ export interface ClaimRequest {
   leaseMs: number;
   /** Upper bound over all types together. */
   limit: number;
-  perType: ReadonlyArray<{ type: string; limit: number; maxAttempts: number }>;
+  perType: ReadonlyArray<TypeClaim>;
+}
+
+export interface TypeClaim {
+  type: string;
+  limit: number;
+  maxAttempts: number;
+  /** Rate limit: at most `rateMax` starts within `rateWindowMs`, across all workers. */
+  rateMax?: number | null;
+  rateWindowMs?: number | null;
+  /** At most this many running at once across all workers. */
+  globalMax?: number | null;
+}
+
+export interface CircuitRecord {
+  type: string;
+  state: 'open' | 'half-open';
+  consecutiveFailures: number;
+  openedAt: Date | null;
+  reopenAt: Date | null;
 }
 
 /** A job this worker now owns until its lease expires. */
@@ -115,6 +136,14 @@ export interface JobStore {
   retryDead(id: string): Promise<JobRecord | null>;
   cancel(id: string): Promise<CancelResult | null>;
   ping(): Promise<void>;
+  /** Makes sure each type has its job_types row (circuit state, claim lock). */
+  registerTypes(types: readonly string[]): Promise<void>;
+  /** Returns whether this failure opened the circuit. */
+  recordCircuitFailure(type: string, failureThreshold: number, cooldownMs: number): Promise<{ opened: boolean }>;
+  /** Returns whether this success closed an open or half-open circuit. */
+  recordCircuitSuccess(type: string): Promise<{ closed: boolean }>;
+  openCircuits(): Promise<CircuitRecord[]>;
+  pruneStarts(olderThanMs: number): Promise<number>;
   queueSnapshot(countUpTo: number): Promise<{ depth: number; deadLastHour: number }>;
   depthByType(types: readonly string[], countUpTo: number): Promise<Map<string, number>>;
 }

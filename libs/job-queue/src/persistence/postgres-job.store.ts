@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import type { DataSource, EntityManager } from 'typeorm';
 import type {
   CancelResult,
+  CircuitRecord,
   ClaimRequest,
   ClaimedJob,
   EnqueuedJob,
@@ -54,6 +55,7 @@ export class PostgresJobStore implements JobStore {
         batch.map((j) => j.idempotencyKey),
         batch.map((j) => j.maxAttemptsFromJob),
         batch.map((j) => j.notifyOnFinish),
+        batch.map((j) => j.orderingKey),
       ]);
       const conflicts: typeof remaining = [];
       for (const row of rows) {
@@ -81,14 +83,19 @@ export class PostgresJobStore implements JobStore {
   }
 
   async claim(request: ClaimRequest): Promise<ClaimedJob[]> {
-    const { rows } = await this.executor.query<Record<string, any>>(this.sql.claim, [
+    const params = [
       request.perType.map((t) => t.type),
       request.perType.map((t) => t.limit),
       request.limit,
       request.workerId,
       request.leaseMs,
       request.perType.map((t) => t.maxAttempts),
-    ]);
+      request.perType.map((t) => t.rateMax ?? null),
+      request.perType.map((t) => t.rateWindowMs ?? null),
+      request.perType.map((t) => t.globalMax ?? null),
+    ];
+    const limited = request.perType.filter((t) => t.rateMax != null || t.globalMax != null).map((t) => t.type);
+    const rows = limited.length === 0 ? (await this.executor.query<Record<string, any>>(this.sql.claim, params)).rows : await this.claimLimited(limited, params);
     return rows
       .map((row) => ({
         id: row.id,
@@ -101,6 +108,23 @@ export class PostgresJobStore implements JobStore {
         leaseToken: row.lease_token,
       }))
       .sort((a, b) => b.priority - a.priority || compareIds(a.id, b.id));
+  }
+
+  /** Claims holding the limited types' row locks, so their counts cannot be raced. */
+  private async claimLimited(types: string[], params: unknown[]): Promise<Record<string, any>[]> {
+    const client = await this.pool.connect();
+    let failed = true;
+    try {
+      await client.query('BEGIN');
+      await client.query(this.sql.claimLimitedLock, [types]);
+      const { rows } = await client.query(this.sql.claim, params);
+      await client.query('COMMIT');
+      failed = false;
+      return rows;
+    } finally {
+      if (failed) await client.query('ROLLBACK').catch(() => undefined);
+      client.release();
+    }
   }
 
   async complete(lease: Lease, resultJson: string): Promise<boolean> {
@@ -253,6 +277,39 @@ export class PostgresJobStore implements JobStore {
 
   async ping(): Promise<void> {
     await this.executor.query(this.sql.ping);
+  }
+
+  async registerTypes(types: readonly string[]): Promise<void> {
+    if (types.length > 0) await this.executor.query(this.sql.registerTypes, [types]);
+  }
+
+  async recordCircuitFailure(type: string, failureThreshold: number, cooldownMs: number): Promise<{ opened: boolean }> {
+    const { rows } = await this.executor.query<{ previous_state: string; state: string }>(this.sql.recordCircuitFailure, [
+      type,
+      failureThreshold,
+      cooldownMs,
+    ]);
+    return { opened: rows[0]?.state === 'open' && rows[0]?.previous_state !== 'open' };
+  }
+
+  async recordCircuitSuccess(type: string): Promise<{ closed: boolean }> {
+    const { rows } = await this.executor.query<{ previous_state: string }>(this.sql.recordCircuitSuccess, [type]);
+    return { closed: rows.length > 0 && rows[0].previous_state !== 'closed' };
+  }
+
+  async openCircuits(): Promise<CircuitRecord[]> {
+    const { rows } = await this.executor.query<Record<string, any>>(this.sql.openCircuits);
+    return rows.map((row) => ({
+      type: row.type,
+      state: row.circuit_state,
+      consecutiveFailures: row.consecutive_failures,
+      openedAt: row.opened_at,
+      reopenAt: row.reopen_at,
+    }));
+  }
+
+  async pruneStarts(olderThanMs: number): Promise<number> {
+    return (await this.executor.query(this.sql.pruneStarts, [olderThanMs])).rowCount;
   }
 
   async queueSnapshot(countUpTo: number): Promise<{ depth: number; deadLastHour: number }> {

@@ -9,6 +9,11 @@ export interface EnqueueOptions {
   runAt?: Date;
   /** Higher runs first. @default 0 */
   priority?: number;
+  /**
+   * Jobs with the same key run one at a time, in enqueue order, across all workers; a job waiting
+   * for a retry holds back the later ones of its key. Different keys run in parallel.
+   */
+  orderingKey?: string;
   /** Attempts before dead-lettering, for this job only. */
   maxAttempts?: number;
   /** Enqueue inside the caller's transaction: the job exists only if it commits. */

@@ -2,6 +2,7 @@ import { InvalidJobError } from '../errors/invalid-job.error.js';
 import type { NewJob } from '../persistence/job.store.js';
 import type { EnqueueOptions } from './enqueue-options.js';
 import { findUnserialisable } from './payload-check.js';
+import { jsonHasNul } from '../persistence/json-text.js';
 
 const INT4_MAX = 2_147_483_647;
 const MAX_TYPE_LENGTH = 200;
@@ -28,11 +29,18 @@ export function validateJob(
   }
   const problem = findUnserialisable(payload, `${prefix}payload`);
   if (problem) throw new InvalidJobError(`${prefix}payload`, `is not JSON-serialisable: ${problem}`);
-  let payloadJson: string;
+  let payloadJson: string | undefined;
   try {
     payloadJson = JSON.stringify(payload);
   } catch (error) {
     throw new InvalidJobError(`${prefix}payload`, `is not JSON-serialisable: ${(error as Error).message}`);
+  }
+  if (payloadJson === undefined) {
+    throw new InvalidJobError(`${prefix}payload`, 'is not JSON-serialisable: it serialises to nothing (its toJSON returned undefined)');
+  }
+  // toJSON methods are not inspected above; check what they produced.
+  if (jsonHasNul(payloadJson)) {
+    throw new InvalidJobError(`${prefix}payload`, 'is not JSON-serialisable: it contains a NUL character (\\u0000), which PostgreSQL jsonb cannot store');
   }
 
   if (options !== undefined && (options === null || typeof options !== 'object')) {
@@ -60,8 +68,8 @@ export function validateJob(
     runAt = o.runAt;
   }
   const priority = o.priority ?? 0;
-  if (typeof priority !== 'number' || !Number.isInteger(priority) || Math.abs(priority) > INT4_MAX) {
-    throw new InvalidJobError(field('priority'), `must be an integer between -${INT4_MAX} and ${INT4_MAX} (got ${show(priority)})`);
+  if (typeof priority !== 'number' || !Number.isInteger(priority) || priority > INT4_MAX || priority < -INT4_MAX - 1) {
+    throw new InvalidJobError(field('priority'), `must be an integer between -${INT4_MAX + 1} and ${INT4_MAX} (got ${show(priority)})`);
   }
   if (o.maxAttempts !== undefined) {
     if (typeof o.maxAttempts !== 'number' || !Number.isInteger(o.maxAttempts) || o.maxAttempts < 1 || o.maxAttempts > INT4_MAX) {
@@ -79,6 +87,17 @@ export function validateJob(
     if (o.idempotencyKey.includes('\u0000')) throw new InvalidJobError(field('idempotencyKey'), 'must not contain NUL characters');
     idempotencyKey = o.idempotencyKey;
   }
+  let orderingKey: string | null = null;
+  if (o.orderingKey !== undefined && o.orderingKey !== null) {
+    if (typeof o.orderingKey !== 'string' || o.orderingKey.length === 0 || o.orderingKey.length > MAX_KEY_LENGTH) {
+      throw new InvalidJobError(
+        field('orderingKey'),
+        `must be a non-empty string of at most ${MAX_KEY_LENGTH} characters (got ${show(o.orderingKey)})`,
+      );
+    }
+    if (o.orderingKey.includes('\u0000')) throw new InvalidJobError(field('orderingKey'), 'must not contain NUL characters');
+    orderingKey = o.orderingKey;
+  }
   if (o.manager !== undefined && (typeof o.manager?.query !== 'function' || !o.manager.connection)) {
     throw new InvalidJobError(field('manager'), 'must be a TypeORM EntityManager (the one your transaction callback receives)');
   }
@@ -92,6 +111,7 @@ export function validateJob(
     runAt,
     delayMs,
     idempotencyKey,
+    orderingKey,
   };
 }
 

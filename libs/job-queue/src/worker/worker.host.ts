@@ -24,6 +24,8 @@ import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
 import type { JobStore } from '../persistence/job.store.js';
 import { poolOf } from '../persistence/pool-of.js';
 import { JobProducer } from '../producer/job.producer.js';
+import { CronScheduler, type ScheduledType } from '../schedules/cron-scheduler.js';
+import { rateWindowMs } from '../engine/claim-planner.js';
 
 export interface WorkerStatus {
   runWorker: boolean;
@@ -32,6 +34,9 @@ export interface WorkerStatus {
   /** ms since epoch when the claim loop last went round; null when no worker runs. */
   lastProgressAt: number | null;
 }
+
+/** A pod that was down runs the latest missed slot of the last hour once (see CronScheduler). */
+const CRON_CATCH_UP_MS = 3_600_000;
 
 /** pg's default pool size, used when the DataSource sets none. */
 const PG_DEFAULT_POOL_SIZE = 10;
@@ -47,6 +52,7 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
   private worker: Worker | null = null;
   private leaseTask: PeriodicTask | null = null;
   private reaperTask: PeriodicTask | null = null;
+  private scheduler: CronScheduler | null = null;
   private shuttingDown = false;
   private drained: Promise<void> | null = null;
 
@@ -86,9 +92,17 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
       if (notification.kind === 'cancel') worker.interrupt(notification.jobId, 'cancelled');
       else if (notification.kind === 'new') worker.nudge();
     });
+    await store.registerTypes(this.registry.types());
+    this.scheduler = new CronScheduler(
+      this.registry.all().filter((h) => h.schedule),
+      store,
+      logger,
+      CRON_CATCH_UP_MS,
+    );
     const keeper = new LeaseKeeper(store, options.leaseMs, worker, logger);
     this.leaseTask = new PeriodicTask('Lease renewal', Math.max(50, Math.floor(options.leaseMs / 3)), () => keeper.runOnce(), logger);
-    const reaper = new LeaseReaper(store, events, logger);
+    const longestRateWindowMs = Math.max(0, ...this.registry.all().map((h) => (h.rateLimit ? rateWindowMs(h.rateLimit.perMs) : 0)));
+    const reaper = new LeaseReaper(store, events, logger, longestRateWindowMs);
     this.reaperTask = new PeriodicTask(
       'Lease reaper',
       options.maintenanceIntervalMs,
@@ -100,6 +114,7 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
     worker.start();
     this.leaseTask.start();
     this.reaperTask.start();
+    this.scheduler.start();
     this.logger.log(
       `Worker ${options.workerId} started: ${this.registry.types().length} job type(s), concurrency ${options.concurrency}.`,
     );
@@ -120,6 +135,11 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
   /** Aborts a job this process runs (after an admin cancel). */
   interrupt(jobId: string): void {
     this.worker?.interrupt(jobId, 'cancelled');
+  }
+
+  /** Cron schedules this process runs, with their next slot. */
+  schedules(): ScheduledType[] {
+    return this.scheduler?.schedules ?? [];
   }
 
   status(): WorkerStatus {
@@ -160,6 +180,7 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
     this.events.emit({ kind: 'draining', workerId: this.options.workerId });
     this.logger.log(`Draining: ${worker.inFlight} job(s) in flight get up to ${this.options.drainTimeoutMs} ms to finish.`);
     await this.reaperTask?.stop();
+    await this.scheduler?.stop();
     const { finished, released } = await worker.drain(this.options.drainTimeoutMs);
     await this.leaseTask?.stop();
     this.logger.log(`Drained: ${finished} job(s) finished, ${released} released back to pending.`);

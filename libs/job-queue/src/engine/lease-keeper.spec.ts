@@ -1,0 +1,135 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { JobStore, Lease, RenewalResult } from '../persistence/job.store.js';
+import type { JobStatus } from '../persistence/job-status.js';
+import type { EngineLogger } from './engine-logger.js';
+import { LeaseKeeper, type HeldLease, type LeaseHolder } from './lease-keeper.js';
+
+const LEASE_MS = 30_000;
+
+/** In-memory stand-in for renewLeases: a lease is held while its row is processing under the same token. */
+class FakeStore {
+  readonly rows = new Map<string, { status: JobStatus; leaseToken: string | null }>();
+  readonly renewals: Array<{ ids: string[]; leaseMs: number }> = [];
+  error: Error | null = null;
+  /** Runs while the statement is "in flight", e.g. to move the clock. */
+  during: () => void = () => undefined;
+
+  async renewLeases(leases: readonly Lease[], leaseMs: number): Promise<RenewalResult[]> {
+    this.renewals.push({ ids: leases.map((lease) => lease.id), leaseMs });
+    this.during();
+    if (this.error) throw this.error;
+    return leases.map((lease) => {
+      const row = this.rows.get(lease.id);
+      const held = row?.status === 'processing' && row.leaseToken === lease.leaseToken;
+      return { id: lease.id, held, status: held ? null : (row?.status ?? null) };
+    });
+  }
+}
+
+let now: number;
+let store: FakeStore;
+let leases: HeldLease[];
+let gone: Array<{ id: string; status: JobStatus | null }>;
+let warnings: string[];
+let keeper: LeaseKeeper;
+
+beforeEach(() => {
+  now = 1_000_000;
+  store = new FakeStore();
+  leases = [];
+  gone = [];
+  warnings = [];
+  const holder: LeaseHolder = {
+    heldLeases: () => leases,
+    leaseGone: (id, status) => gone.push({ id, status }),
+  };
+  const logger: EngineLogger = { log: () => undefined, warn: (m) => warnings.push(m), error: () => undefined };
+  keeper = new LeaseKeeper(store as unknown as JobStore, LEASE_MS, holder, logger, () => now);
+});
+
+function hold(id: string, renewedAt: number, row: { status: JobStatus; leaseToken: string | null } = { status: 'processing', leaseToken: `t-${id}` }) {
+  leases.push({ id, leaseToken: `t-${id}`, renewedAt });
+  store.rows.set(id, row);
+}
+
+describe('LeaseKeeper', () => {
+  it('does nothing when no lease is held', async () => {
+    expect(await keeper.runOnce()).toEqual({ renewed: 0, lost: 0 });
+    expect(store.renewals).toEqual([]);
+  });
+
+  it('renews every held lease in one call, with leaseMs', async () => {
+    hold('1', now - 10_000);
+    hold('2', now - 20_000);
+    expect(await keeper.runOnce()).toEqual({ renewed: 2, lost: 0 });
+    expect(store.renewals).toEqual([{ ids: ['1', '2'], leaseMs: LEASE_MS }]);
+    expect(gone).toEqual([]);
+  });
+
+  it('stamps renewed leases with the time the renewal started, not when it answered', async () => {
+    hold('1', now - 10_000);
+    const startedAt = now;
+    store.during = () => (now += 5_000);
+    await keeper.runOnce();
+    expect(leases[0].renewedAt).toBe(startedAt);
+  });
+
+  it('reports leases the database no longer grants, with the job’s status', async () => {
+    hold('1', now - 1_000);
+    hold('2', now - 1_000, { status: 'processing', leaseToken: 'another-worker' });
+    hold('3', now - 1_000, { status: 'pending', leaseToken: null });
+    expect(await keeper.runOnce()).toEqual({ renewed: 1, lost: 2 });
+    expect(gone).toEqual([
+      { id: '2', status: 'processing' },
+      { id: '3', status: 'pending' },
+    ]);
+    expect(leases.find((lease) => lease.id === '2')?.renewedAt).toBe(now - 1_000);
+  });
+
+  it('reports a cancelled job with status cancelled, so its handler can be told why', async () => {
+    hold('1', now - 1_000, { status: 'cancelled', leaseToken: null });
+    expect(await keeper.runOnce()).toEqual({ renewed: 0, lost: 1 });
+    expect(gone).toEqual([{ id: '1', status: 'cancelled' }]);
+  });
+
+  describe('when the store fails', () => {
+    beforeEach(() => {
+      store.error = new Error('connection refused');
+    });
+
+    it('presumes lost only leases not confirmed for a whole leaseMs, with an unknown status', async () => {
+      hold('fresh', now - 1_000);
+      hold('almost', now - LEASE_MS + 1);
+      hold('exactly', now - LEASE_MS);
+      hold('stale', now - 2 * LEASE_MS);
+      expect(await keeper.runOnce()).toEqual({ renewed: 0, lost: 2 });
+      expect(gone).toEqual([
+        { id: 'exactly', status: null },
+        { id: 'stale', status: null },
+      ]);
+      expect(warnings.some((message) => message.includes('connection refused'))).toBe(true);
+    });
+
+    it('does not throw and keeps the old renewal times', async () => {
+      hold('1', now - 1_000);
+      await expect(keeper.runOnce()).resolves.toEqual({ renewed: 0, lost: 0 });
+      expect(leases[0].renewedAt).toBe(now - 1_000);
+    });
+
+    it('measures staleness at the time the failure is seen', async () => {
+      hold('1', now - 20_000);
+      store.during = () => (now += 15_000); // the failing call itself took 15 s
+      expect(await keeper.runOnce()).toEqual({ renewed: 0, lost: 1 });
+      expect(gone).toEqual([{ id: '1', status: null }]);
+    });
+
+    it('recovers on the next pass once the store answers again', async () => {
+      hold('1', now - 1_000);
+      await keeper.runOnce();
+      store.error = null;
+      now += 5_000;
+      expect(await keeper.runOnce()).toEqual({ renewed: 1, lost: 0 });
+      expect(leases[0].renewedAt).toBe(now);
+    });
+  });
+});

@@ -1,0 +1,393 @@
+import { Injectable } from '@nestjs/common';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { JobHandler, type JobContext } from '../src/index.js';
+import { startQueueApp, type QueueApp } from './support/queue-app.js';
+import { createTestDatabase, type TestDatabase } from './support/test-database.js';
+import { waitFor } from './support/wait-for.js';
+
+/** Handler work (not a test wait): keeps a job running for a while so overlaps can be observed. */
+const work = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// ------------------------------------------------------------------------------------------
+// Handlers. Each class is given to exactly one app, so each job type has one worker app.
+// ------------------------------------------------------------------------------------------
+
+const ran: string[] = [];
+const seenMaxAttempts = new Map<string, number>();
+
+/** Runs in the `main` worker app (module retry.maxAttempts 7). */
+@Injectable()
+class MainHandlers {
+  @JobHandler('worker.delayed')
+  delayed(_payload: unknown, job: JobContext) {
+    ran.push(job.id);
+  }
+
+  @JobHandler('worker.sentinel')
+  async sentinel(payload: { ms?: number }, job: JobContext) {
+    if (payload.ms) await work(payload.ms);
+    ran.push(job.id);
+  }
+
+  @JobHandler('worker.attempts.handler', { maxAttempts: 3 })
+  attemptsFromHandler(_payload: unknown, job: JobContext) {
+    seenMaxAttempts.set(job.id, job.maxAttempts);
+  }
+
+  @JobHandler('worker.attempts.module')
+  attemptsFromModule(_payload: unknown, job: JobContext) {
+    seenMaxAttempts.set(job.id, job.maxAttempts);
+  }
+}
+
+const priorityOrder: string[] = [];
+
+@Injectable()
+class PriorityHandlers {
+  @JobHandler('worker.priority')
+  async run(payload: { name: string }) {
+    priorityOrder.push(payload.name);
+    // Let the next claim happen while this one is still busy, if the worker wrongly allowed it.
+    await work(20);
+  }
+}
+
+const load = { running: 0, maxRunning: 0, limitedRunning: 0, maxLimitedRunning: 0, done: 0 };
+
+@Injectable()
+class ConcurrencyHandlers {
+  @JobHandler('worker.load.free')
+  async free() {
+    await this.track(false);
+  }
+
+  @JobHandler('worker.load.limited', { concurrency: 2 })
+  async limited() {
+    await this.track(true);
+  }
+
+  private async track(limited: boolean) {
+    load.running++;
+    load.maxRunning = Math.max(load.maxRunning, load.running);
+    if (limited) {
+      load.limitedRunning++;
+      load.maxLimitedRunning = Math.max(load.maxLimitedRunning, load.limitedRunning);
+    }
+    try {
+      await work(60);
+    } finally {
+      load.running--;
+      if (limited) load.limitedRunning--;
+      load.done++;
+    }
+  }
+}
+
+const noClaimCalls: string[] = [];
+
+/** Given to a producer-only app: it must never run. */
+@Injectable()
+class ProducerOnlyHandlers {
+  @JobHandler('worker.producer-only')
+  run(_payload: unknown, job: JobContext) {
+    noClaimCalls.push(job.id);
+  }
+}
+
+@Injectable()
+class WakeHandlers {
+  @JobHandler('worker.wake')
+  run() {}
+}
+
+@Injectable()
+class PollingHandlers {
+  @JobHandler('worker.polling')
+  run() {}
+}
+
+@Injectable()
+class ClosingHandlers {
+  @JobHandler('worker.closing')
+  run() {}
+}
+
+// ------------------------------------------------------------------------------------------
+
+describe('worker', () => {
+  let db: TestDatabase;
+  /** A worker app running MainHandlers. */
+  let main: QueueApp;
+  /** A producer-only app with no handlers and its own default maxAttempts. */
+  let api: QueueApp;
+
+  const row = async (id: string) => (await db.query(`SELECT * FROM job_queue.jobs WHERE id = $1`, [id]))[0];
+  const completed = (queue: QueueApp, id: string, timeoutMs = 15_000) =>
+    waitFor(
+      async () => {
+        const job = await queue.admin.getJob(id);
+        return job?.status === 'completed' ? job : null;
+      },
+      { timeoutMs, message: `job ${id} completed` },
+    );
+  const connectionsOf = (applicationName: string) =>
+    db.query<{ query: string; state: string }>(`SELECT query, state FROM pg_stat_activity WHERE application_name = $1`, [
+      applicationName,
+    ]);
+
+  beforeAll(async () => {
+    db = await createTestDatabase(inject('adminUrl'));
+    main = await startQueueApp(db.url, { workerId: 'worker-main', retry: { maxAttempts: 7 } }, [MainHandlers]);
+    api = await startQueueApp(db.url, { runWorker: false, retry: { maxAttempts: 4 } });
+  });
+  afterAll(async () => {
+    await Promise.all([main?.close(), api?.close()]);
+    await db?.drop();
+  });
+
+  describe('scheduling', () => {
+    it('runs a job with delayMs, or with runAt in the future, no earlier than asked (database clock)', async () => {
+      const runAt = new Date(Date.now() + 1_500);
+      const [delayed, scheduled] = await Promise.all([
+        api.producer.enqueue('worker.delayed', { kind: 'delayMs' }, { delayMs: 1_500 }),
+        api.producer.enqueue('worker.delayed', { kind: 'runAt' }, { runAt }),
+      ]);
+      await completed(main, delayed.id);
+      await completed(main, scheduled.id);
+
+      const [d] = await db.query(
+        `SELECT extract(epoch FROM claimed_at - created_at) * 1000 AS waited_ms,
+                extract(epoch FROM run_at - created_at) * 1000 AS scheduled_ms
+         FROM job_queue.jobs WHERE id = $1`,
+        [delayed.id],
+      );
+      expect(Number(d.scheduled_ms)).toBeCloseTo(1_500, 0);
+      expect(Number(d.waited_ms)).toBeGreaterThanOrEqual(1_500);
+
+      const [s] = await db.query(
+        `SELECT run_at, claimed_at >= run_at AS claimed_after_run_at,
+                extract(epoch FROM run_at - created_at) * 1000 AS ahead_ms
+         FROM job_queue.jobs WHERE id = $1`,
+        [scheduled.id],
+      );
+      expect((s.run_at as Date).getTime()).toBe(runAt.getTime());
+      expect(Number(s.ahead_ms)).toBeGreaterThan(1_000);
+      expect(s.claimed_after_run_at).toBe(true);
+      expect(ran).toEqual(expect.arrayContaining([delayed.id, scheduled.id]));
+    });
+
+    it('with concurrency 1 and a worker started after enqueuing, runs higher priority first, then FIFO', async () => {
+      const jobs = [
+        { name: 'a', priority: 0 },
+        { name: 'b', priority: 5 },
+        { name: 'c', priority: 0 },
+        { name: 'd', priority: 10 },
+        { name: 'e', priority: 5 },
+        { name: 'f', priority: -1 },
+        { name: 'g', priority: 0 },
+        { name: 'h', priority: 10 },
+      ];
+      // One by one, so each has a later created_at / run_at than the one before.
+      for (const job of jobs) await api.producer.enqueue('worker.priority', { name: job.name }, { priority: job.priority });
+      // Then a batch: same instant, ids in input order.
+      await api.producer.enqueueMany([
+        { type: 'worker.priority', payload: { name: 'i' }, options: { priority: 5 } },
+        { type: 'worker.priority', payload: { name: 'j' }, options: { priority: 5 } },
+      ]);
+      const expected = ['d', 'h', 'b', 'e', 'i', 'j', 'a', 'c', 'g', 'f'];
+
+      const ordered = await startQueueApp(db.url, { concurrency: 1, workerId: 'worker-priority' }, [PriorityHandlers]);
+      try {
+        await waitFor(
+          async () =>
+            (await db.query(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE type = 'worker.priority' AND status = 'completed'`))[0]
+              .n === expected.length,
+          { timeoutMs: 20_000, message: 'all priority jobs completed' },
+        );
+      } finally {
+        await ordered.close();
+      }
+      expect(priorityOrder).toEqual(expected);
+      const byClaim = await db.query(
+        `SELECT payload->>'name' AS name FROM job_queue.jobs WHERE type = 'worker.priority' ORDER BY claimed_at, id`,
+      );
+      expect(byClaim.map((r) => r.name)).toEqual(expected);
+    });
+  });
+
+  describe('concurrency', () => {
+    it('never runs more than `concurrency` jobs at once, nor more than a type’s own `concurrency`', async () => {
+      const busy = await startQueueApp(db.url, { concurrency: 4, workerId: 'worker-load' }, [ConcurrencyHandlers]);
+      try {
+        const items = Array.from({ length: 24 }, (_, i) => ({
+          type: i % 2 === 0 ? 'worker.load.free' : 'worker.load.limited',
+          payload: { i },
+        }));
+        await api.producer.enqueueMany(items);
+        await waitFor(() => load.done === items.length, { timeoutMs: 30_000, message: 'all load jobs finished' });
+        await waitFor(
+          async () =>
+            (
+              await db.query(
+                `SELECT count(*)::int AS n FROM job_queue.jobs WHERE type LIKE 'worker.load.%' AND status = 'completed'`,
+              )
+            )[0].n === items.length,
+          { message: 'all load jobs recorded' },
+        );
+      } finally {
+        await busy.close();
+      }
+      expect(load.maxRunning).toBeLessThanOrEqual(4);
+      expect(load.maxLimitedRunning).toBeLessThanOrEqual(2);
+      // The limits were reached, so the bounds above were really exercised.
+      expect(load.maxRunning).toBe(4);
+      expect(load.maxLimitedRunning).toBe(2);
+    });
+  });
+
+  describe('what a worker claims', () => {
+    it('a producer-only app never claims, even its own handler’s type; a worker claims only types it handles', async () => {
+      const producerOnly = await startQueueApp(db.url, { runWorker: false, pollIntervalMs: 50 }, [ProducerOnlyHandlers]);
+      try {
+        const ownType = await producerOnly.producer.enqueue('worker.producer-only', { x: 1 });
+        const foreign = await api.producer.enqueue('worker.nobody', { x: 2 });
+        // Meanwhile the main worker runs several jobs one after another: time passes, workers are active.
+        for (let i = 0; i < 3; i++) {
+          const sentinel = await api.producer.enqueue('worker.sentinel', { ms: 150 });
+          const done = await completed(main, sentinel.id);
+          expect(done.workerId).toBe('worker-main');
+        }
+        for (const id of [ownType.id, foreign.id]) {
+          expect(await row(id)).toMatchObject({
+            status: 'pending',
+            attempts: 0,
+            worker_id: null,
+            claimed_at: null,
+            lease_token: null,
+          });
+        }
+        expect(noClaimCalls).toEqual([]);
+      } finally {
+        await producerOnly.close();
+      }
+    });
+  });
+
+  describe('maxAttempts precedence', () => {
+    it('job option > handler option > module default, in job.maxAttempts and in max_attempts', async () => {
+      const cases = [
+        // From the worker's own process.
+        { queue: main, type: 'worker.attempts.handler', maxAttempts: 2, expected: 2 },
+        { queue: main, type: 'worker.attempts.handler', maxAttempts: undefined, expected: 3 },
+        { queue: main, type: 'worker.attempts.module', maxAttempts: undefined, expected: 7 },
+        // From a producer-only process with no handler and retry.maxAttempts 4: the job's own
+        // setting still wins; otherwise the claiming worker's handler setting applies.
+        { queue: api, type: 'worker.attempts.handler', maxAttempts: 9, expected: 9 },
+        { queue: api, type: 'worker.attempts.handler', maxAttempts: undefined, expected: 3 },
+        { queue: api, type: 'worker.attempts.module', maxAttempts: undefined, expected: 7 },
+      ];
+      const ids: string[] = [];
+      for (const c of cases) {
+        const { id } = await c.queue.producer.enqueue(c.type, {}, c.maxAttempts === undefined ? {} : { maxAttempts: c.maxAttempts });
+        ids.push(id);
+      }
+      for (const [i, c] of cases.entries()) {
+        const record = await completed(main, ids[i]);
+        expect({ case: i, handler: seenMaxAttempts.get(ids[i]), record: record.maxAttempts }).toEqual({
+          case: i,
+          handler: c.expected,
+          record: c.expected,
+        });
+        expect((await row(ids[i])).max_attempts).toBe(c.expected);
+      }
+    });
+  });
+
+  describe('wake-ups', () => {
+    it('with pollIntervalMs 60000, LISTEN/NOTIFY still runs a new job promptly', async () => {
+      const sleepy = await startQueueApp(
+        db.url,
+        { pollIntervalMs: 60_000, workerId: 'worker-sleepy', dataSource: { type: 'postgres', url: db.url, applicationName: 'ajq-sleepy' } },
+        [WakeHandlers],
+      );
+      try {
+        // The worker's boot claim has found nothing; from now on only a notification wakes it.
+        const first = await sleepy.producer.enqueue('worker.wake', { n: 1 });
+        await completed(sleepy, first.id, 10_000);
+        // From another process's connection, and again from its own, each well before a poll.
+        const second = await api.producer.enqueue('worker.wake', { n: 2 });
+        await completed(sleepy, second.id, 10_000);
+        const third = await sleepy.producer.enqueue('worker.wake', { n: 3 });
+        await completed(sleepy, third.id, 10_000);
+        const batch = await api.producer.enqueueMany([
+          { type: 'worker.wake', payload: { n: 4 } },
+          { type: 'worker.wake', payload: { n: 5 } },
+        ]);
+        for (const { id } of batch) await completed(sleepy, id, 10_000);
+        // It holds a LISTEN connection.
+        const connections = await connectionsOf('ajq-sleepy');
+        expect(connections.some((c) => /^\s*LISTEN\b/i.test(c.query))).toBe(true);
+      } finally {
+        await sleepy.close();
+      }
+    });
+
+    it('with listen: false and pollIntervalMs 200, jobs still run, and no LISTEN connection is held', async () => {
+      const polling = await startQueueApp(
+        db.url,
+        {
+          listen: false,
+          pollIntervalMs: 200,
+          workerId: 'worker-polling',
+          dataSource: { type: 'postgres', url: db.url, applicationName: 'ajq-polling' },
+        },
+        [PollingHandlers],
+      );
+      try {
+        const results = await api.producer.enqueueMany(
+          Array.from({ length: 3 }, (_, i) => ({ type: 'worker.polling', payload: { i } })),
+        );
+        const later = await polling.producer.enqueue('worker.polling', { i: 3 });
+        for (const { id } of [...results, later]) {
+          const record = await completed(polling, id, 10_000);
+          expect(record.workerId).toBe('worker-polling');
+        }
+        const connections = await connectionsOf('ajq-polling');
+        expect(connections.length).toBeGreaterThan(0);
+        expect(connections.filter((c) => /LISTEN/i.test(c.query))).toEqual([]);
+      } finally {
+        await polling.close();
+      }
+    });
+  });
+
+  describe('shutdown', () => {
+    it('closing an idle app finishes promptly, releases its connections and leaves no job processing', async () => {
+      const closing = await startQueueApp(
+        db.url,
+        { pollIntervalMs: 60_000, workerId: 'worker-closing', dataSource: { type: 'postgres', url: db.url, applicationName: 'ajq-closing' } },
+        [ClosingHandlers],
+      );
+      let closed = false;
+      try {
+        const { id } = await api.producer.enqueue('worker.closing', {});
+        await completed(closing, id, 10_000);
+        // Idle now: the claim loop sleeps for up to a minute. close() must not wait for that.
+        let timer: NodeJS.Timeout | undefined;
+        const deadline = new Promise<'deadline'>((resolve) => (timer = setTimeout(() => resolve('deadline'), 10_000)));
+        const outcome = await Promise.race([closing.close().then(() => 'closed' as const), deadline]);
+        clearTimeout(timer);
+        expect(outcome).toBe('closed');
+        closed = true;
+      } finally {
+        if (!closed) await closing.close();
+      }
+      await waitFor(async () => (await connectionsOf('ajq-closing')).length === 0, {
+        timeoutMs: 10_000,
+        message: 'the closed app’s connections are gone',
+      });
+      const [processing] = await db.query(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE status = 'processing'`);
+      expect(processing.n).toBe(0);
+    });
+  });
+});
