@@ -196,7 +196,8 @@ describe('leases, reclaims and fencing', () => {
     const callsA = new Map<string, Call[]>();
     const callsB = new Map<string, Call[]>();
     // A renews only every 20 s: within this test its renewals never land, as if it had stalled.
-    const a = await app('fence-a', { leaseMs: 60_000, maintenanceIntervalMs: 60_000 }, [
+    // Concurrency 2: A's two stuck jobs fill it, so A cannot re-claim what B's reaper frees.
+    const a = await app('fence-a', { leaseMs: 60_000, maintenanceIntervalMs: 60_000, concurrency: 2 }, [
       stubbornHandler('fence.work', 'a', gates, callsA),
     ]);
     const eventsA: JobQueueEvent[] = [];

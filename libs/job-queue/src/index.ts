@@ -1,6 +1,6 @@
 export { JobQueueModule } from './job-queue.module.js';
 export { JOB_QUEUE_ASYNC_OPTIONS_TYPE, JOB_QUEUE_OPTIONS_TYPE } from './job-queue.module-definition.js';
-export type { JobQueueOptions, ResolvedJobQueueOptions, RetryOptions } from './options/job-queue-options.js';
+export type { JobQueueOptions, ResolvedJobQueueOptions, RetentionOptions, RetryOptions } from './options/job-queue-options.js';
 export { JobHandler } from './decorators/job-handler.decorator.js';
 export type { JobHandlerOptions, PayloadSchema } from './decorators/job-handler-options.js';
 export type { JobContext } from './engine/job-context.js';

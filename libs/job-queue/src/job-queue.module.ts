@@ -37,7 +37,7 @@ import { WorkerHost } from './worker/worker.host.js';
     {
       provide: JOB_STORE,
       useFactory: (connection: JobQueueConnection, options: ResolvedJobQueueOptions) =>
-        new PostgresJobStore(connection.dataSource, options.schema),
+        new PostgresJobStore(connection.dataSource, options.schema, options.listen),
       inject: [JobQueueConnection, JOB_QUEUE_OPTIONS],
     },
     HealthIndicatorService,

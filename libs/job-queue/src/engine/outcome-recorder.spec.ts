@@ -128,6 +128,7 @@ beforeEach(() => {
     sink,
     logger,
     'worker-a',
+    undefined,
     async (ms) => {
       sleeps.push(ms);
     },

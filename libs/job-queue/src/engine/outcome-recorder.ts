@@ -1,6 +1,7 @@
 import type { RegisteredHandler } from '../discovery/registered-handler.js';
 import type { ClaimedJob, JobStore } from '../persistence/job.store.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
+import type { CompletionBatcher } from './completion-batcher.js';
 import type { EngineLogger } from './engine-logger.js';
 import type { EventSink } from './events.js';
 import type { RetryPolicy } from './retry-policy.js';
@@ -20,6 +21,7 @@ export class OutcomeRecorder {
     private readonly events: EventSink,
     private readonly logger: EngineLogger,
     private readonly workerId: string,
+    private readonly completions: Pick<CompletionBatcher, 'complete'> = { complete: (lease, json) => store.complete(lease, json) },
     private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
   ) {}
 
@@ -27,7 +29,7 @@ export class OutcomeRecorder {
     const base = { jobId: job.id, type: job.type, attempt: job.attempt, workerId: this.workerId };
     switch (outcome.kind) {
       case 'succeeded': {
-        if (await this.write(job, () => this.store.complete(job, outcome.resultJson))) {
+        if (await this.write(job, () => this.completions.complete(job, outcome.resultJson))) {
           this.events.emit({ kind: 'completed', ...base });
           await this.circuitSuccess(handler);
         }

@@ -44,8 +44,20 @@ export interface JobQueueOptions {
   deadLetterAlertThreshold?: number;
   /** Use LISTEN/NOTIFY for wake-ups; `false` for poolers in transaction mode. @default true */
   listen?: boolean;
-  /** How often the maintenance leader reclaims expired leases. @default 1000 */
+  /** How often the maintenance leader reclaims expired leases and prunes old jobs. @default 1000 */
   maintenanceIntervalMs?: number;
+  /**
+   * How long finished jobs are kept before the maintenance leader deletes them (in small batches).
+   * An idempotency key dedupes for as long as its job's row exists.
+   */
+  retention?: RetentionOptions;
+}
+
+export interface RetentionOptions {
+  /** Completed and cancelled jobs. @default 604800000 (7 days) */
+  completedMs?: number;
+  /** Dead letters. @default 2592000000 (30 days) */
+  deadMs?: number;
 }
 
 /** Options after defaults and validation: one frozen object, resolved once at boot. */
@@ -66,4 +78,5 @@ export interface ResolvedJobQueueOptions {
   readonly deadLetterAlertThreshold: number;
   readonly listen: boolean;
   readonly maintenanceIntervalMs: number;
+  readonly retention: Readonly<Required<RetentionOptions>>;
 }

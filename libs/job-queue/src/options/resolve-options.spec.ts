@@ -48,6 +48,7 @@ describe('resolveJobQueueOptions', () => {
       deadLetterAlertThreshold: defaults.DEFAULT_DEAD_LETTER_ALERT_THRESHOLD,
       listen: true,
       maintenanceIntervalMs: defaults.DEFAULT_MAINTENANCE_INTERVAL_MS,
+      retention: { completedMs: defaults.DEFAULT_RETENTION_COMPLETED_MS, deadMs: defaults.DEFAULT_RETENTION_DEAD_MS },
     });
   });
 

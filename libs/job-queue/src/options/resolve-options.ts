@@ -63,6 +63,13 @@ export function resolveJobQueueOptions(options: JobQueueOptions): ResolvedJobQue
       options.deadLetterAlertThreshold ?? defaults.DEFAULT_DEAD_LETTER_ALERT_THRESHOLD,
     ),
     listen: boolOption('listen', options.listen, true),
+    retention: Object.freeze({
+      completedMs: positiveInteger(
+        'retention.completedMs',
+        options.retention?.completedMs ?? defaults.DEFAULT_RETENTION_COMPLETED_MS,
+      ),
+      deadMs: positiveInteger('retention.deadMs', options.retention?.deadMs ?? defaults.DEFAULT_RETENTION_DEAD_MS),
+    }),
     maintenanceIntervalMs: positiveInteger(
       'maintenanceIntervalMs',
       options.maintenanceIntervalMs ?? defaults.DEFAULT_MAINTENANCE_INTERVAL_MS,

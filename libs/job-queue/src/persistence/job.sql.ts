@@ -152,6 +152,26 @@ export function jobSql(schema: string) {
       SELECT type, circuit_state, consecutive_failures, opened_at, reopen_at FROM ${types}
       WHERE circuit_state <> 'closed' ORDER BY type`,
 
+    /**
+     * Retention: deletes finished jobs past their age, oldest first, a small batch per statement.
+     * SKIP LOCKED leaves rows another statement is touching (a concurrent retryDead) alone.
+     */
+    pruneCompleted: `
+      WITH doomed AS (
+        SELECT id FROM ${jobs} WHERE status = 'completed' AND completed_at < now() - $1 * interval '1 millisecond'
+        ORDER BY completed_at LIMIT $2 FOR UPDATE SKIP LOCKED
+      ) DELETE FROM ${jobs} j USING doomed WHERE j.id = doomed.id`,
+    pruneCancelled: `
+      WITH doomed AS (
+        SELECT id FROM ${jobs} WHERE status = 'cancelled' AND created_at < now() - $1 * interval '1 millisecond'
+        ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
+      ) DELETE FROM ${jobs} j USING doomed WHERE j.id = doomed.id`,
+    pruneDead: `
+      WITH doomed AS (
+        SELECT id FROM ${jobs} WHERE status = 'dead' AND dead_at < now() - $1 * interval '1 millisecond'
+        ORDER BY dead_at LIMIT $2 FOR UPDATE SKIP LOCKED
+      ) DELETE FROM ${jobs} j USING doomed WHERE j.id = doomed.id`,
+
     /** Maintenance: the start log only matters within the longest rate window. */
     pruneStarts: `DELETE FROM ${starts} WHERE started_at < now() - $1 * interval '1 millisecond'`,
 
@@ -165,6 +185,24 @@ export function jobSql(schema: string) {
           lease_token = NULL, lease_expires_at = NULL
       WHERE id = $1 AND lease_token = $2 AND status = 'processing'
       RETURNING id, notify_on_finish`),
+
+    /**
+     * Many completions in one statement (the worker batches them under load). Fenced per row by
+     * its own lease token, exactly like complete; returns the ids that applied.
+     */
+    completeMany: `
+      WITH input AS (
+        SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::jsonb[]) AS i(id, token, result)
+      ), done AS (
+        UPDATE ${jobs} j
+        SET status = 'completed', completed_at = now(), result = input.result,
+            lease_token = NULL, lease_expires_at = NULL
+        FROM input WHERE j.id = input.id AND j.lease_token = input.token AND j.status = 'processing'
+        RETURNING j.id, j.notify_on_finish
+      ), notified AS (
+        SELECT pg_notify('auto_job_queue:${schema}', 'finished:' || id) FROM done WHERE notify_on_finish
+      )
+      SELECT done.id::text AS id, (SELECT count(*) FROM notified)::int AS notified FROM done`,
 
     /** Fenced like complete; the retry time is computed by the database clock. */
     scheduleRetry: `

@@ -119,6 +119,8 @@ export interface JobStore {
   enqueue(jobs: readonly NewJob[], manager?: EntityManager): Promise<EnqueuedJob[]>;
   claim(request: ClaimRequest): Promise<ClaimedJob[]>;
   complete(lease: Lease, resultJson: string): Promise<boolean>;
+  /** Completes many jobs in one statement; returns the ids whose lease still applied. */
+  completeMany(completions: ReadonlyArray<{ lease: Lease; resultJson: string }>): Promise<Set<string>>;
   /** A transaction whose writes commit only together with the job's fenced completion. */
   beginJobTransaction(): Promise<JobTransaction>;
   findEffect(jobId: string, key: string): Promise<{ found: boolean; result: unknown }>;
@@ -144,6 +146,8 @@ export interface JobStore {
   recordCircuitSuccess(type: string): Promise<{ closed: boolean }>;
   openCircuits(): Promise<CircuitRecord[]>;
   pruneStarts(olderThanMs: number): Promise<number>;
+  /** Deletes up to `limit` finished jobs of this status older than `olderThanMs`; returns the count. */
+  pruneFinished(status: 'completed' | 'cancelled' | 'dead', olderThanMs: number, limit: number): Promise<number>;
   queueSnapshot(countUpTo: number): Promise<{ depth: number; deadLastHour: number }>;
   depthByType(types: readonly string[], countUpTo: number): Promise<Map<string, number>>;
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Pool } from 'pg';
 import type { DataSource, EntityManager } from 'typeorm';
 import type {
@@ -30,13 +31,20 @@ const MAX_ENQUEUE_ROUNDS = 3;
 export class PostgresJobStore implements JobStore {
   private readonly sql: JobSql;
 
+  private readonly named: (statement: keyof JobSql) => string;
+
   constructor(
     private readonly dataSource: DataSource,
     private readonly schema: string,
+    /** Named prepared statements on the hot path; off behind transaction-mode poolers. */
+    private readonly prepare = true,
     private readonly pool: Pool = poolOf(dataSource),
-    private readonly executor: SqlExecutor = poolExecutor(pool),
+    private readonly executor: SqlExecutor = poolExecutor(pool, prepare),
   ) {
     this.sql = jobSql(schema);
+    // Statement names are per connection and must stay under PostgreSQL's 63-byte identifiers.
+    const tag = createHash('sha1').update(schema).digest('hex').slice(0, 8);
+    this.named = (statement) => `ajq_${tag}_${statement}`;
   }
 
   async enqueue(jobs: readonly NewJob[], manager?: EntityManager): Promise<EnqueuedJob[]> {
@@ -56,7 +64,7 @@ export class PostgresJobStore implements JobStore {
         batch.map((j) => j.maxAttemptsFromJob),
         batch.map((j) => j.notifyOnFinish),
         batch.map((j) => j.orderingKey),
-      ]);
+      ], manager ? undefined : this.named('enqueue'));
       const conflicts: typeof remaining = [];
       for (const row of rows) {
         const entry = remaining[row.ord - 1];
@@ -95,7 +103,7 @@ export class PostgresJobStore implements JobStore {
       request.perType.map((t) => t.globalMax ?? null),
     ];
     const limited = request.perType.filter((t) => t.rateMax != null || t.globalMax != null).map((t) => t.type);
-    const rows = limited.length === 0 ? (await this.executor.query<Record<string, any>>(this.sql.claim, params)).rows : await this.claimLimited(limited, params);
+    const rows = limited.length === 0 ? (await this.executor.query<Record<string, any>>(this.sql.claim, params, this.named('claim'))).rows : await this.claimLimited(limited, params);
     return rows
       .map((row) => ({
         id: row.id,
@@ -129,6 +137,16 @@ export class PostgresJobStore implements JobStore {
 
   async complete(lease: Lease, resultJson: string): Promise<boolean> {
     return applied(await this.executor.query(this.sql.complete, [lease.id, lease.leaseToken, resultJson]));
+  }
+
+  async completeMany(completions: ReadonlyArray<{ lease: Lease; resultJson: string }>): Promise<Set<string>> {
+    if (completions.length === 0) return new Set();
+    const { rows } = await this.executor.query<{ id: string }>(
+      this.sql.completeMany,
+      [completions.map((c) => c.lease.id), completions.map((c) => c.lease.leaseToken), completions.map((c) => c.resultJson)],
+      this.named('completeMany'),
+    );
+    return new Set(rows.map((row) => row.id));
   }
 
   async beginJobTransaction(): Promise<JobTransaction> {
@@ -174,14 +192,11 @@ export class PostgresJobStore implements JobStore {
   }
 
   async scheduleRetry(lease: Lease, error: string, attempt: number, workerId: string, delayMs: number): Promise<boolean> {
-    const { rowCount } = await this.executor.query(this.sql.scheduleRetry, [
-      lease.id,
-      lease.leaseToken,
-      error,
-      attempt,
-      workerId,
-      delayMs,
-    ]);
+    const { rowCount } = await this.executor.query(
+      this.sql.scheduleRetry,
+      [lease.id, lease.leaseToken, error, attempt, workerId, delayMs],
+      this.named('scheduleRetry'),
+    );
     return rowCount === 1;
   }
 
@@ -204,6 +219,7 @@ export class PostgresJobStore implements JobStore {
     const { rows } = await this.executor.query<{ id: string; held: boolean; status: JobStatus | null }>(
       this.sql.renewLeases,
       [leases.map((l) => l.id), leases.map((l) => l.leaseToken), leaseMs],
+      this.named('renewLeases'),
     );
     return rows;
   }
@@ -214,7 +230,7 @@ export class PostgresJobStore implements JobStore {
     try {
       await client.query('BEGIN');
       const { rows } = await client.query<{ acquired: boolean }>(this.sql.tryMaintenanceLock);
-      const leader = new PostgresJobStore(this.dataSource, this.schema, this.pool, poolExecutor(client));
+      const leader = new PostgresJobStore(this.dataSource, this.schema, this.prepare, this.pool, poolExecutor(client, this.prepare));
       const result = rows[0]?.acquired ? await work(leader) : null;
       await client.query('COMMIT');
       failed = false;
@@ -310,6 +326,11 @@ export class PostgresJobStore implements JobStore {
 
   async pruneStarts(olderThanMs: number): Promise<number> {
     return (await this.executor.query(this.sql.pruneStarts, [olderThanMs])).rowCount;
+  }
+
+  async pruneFinished(status: 'completed' | 'cancelled' | 'dead', olderThanMs: number, limit: number): Promise<number> {
+    const sql = status === 'completed' ? this.sql.pruneCompleted : status === 'dead' ? this.sql.pruneDead : this.sql.pruneCancelled;
+    return (await this.executor.query(sql, [olderThanMs, limit])).rowCount;
   }
 
   async queueSnapshot(countUpTo: number): Promise<{ depth: number; deadLastHour: number }> {

@@ -8,13 +8,18 @@ export interface SqlResult<Row> {
 
 /** Runs one statement on a pool, a held client, or the caller's TypeORM transaction. */
 export interface SqlExecutor {
-  query<Row = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<SqlResult<Row>>;
+  /** `name`: run as a named prepared statement (parsed and planned once per connection). */
+  query<Row = Record<string, unknown>>(sql: string, params?: unknown[], name?: string): Promise<SqlResult<Row>>;
 }
 
-export function poolExecutor(pool: Pool | PoolClient): SqlExecutor {
+/**
+ * Statements on the pool. Hot-path statements are named prepared statements unless `prepare` is
+ * off (transaction-mode poolers hand each statement to any server connection).
+ */
+export function poolExecutor(pool: Pool | PoolClient, prepare = true): SqlExecutor {
   return {
-    async query<Row>(sql: string, params: unknown[] = []) {
-      const result = await pool.query(sql, params);
+    async query<Row>(sql: string, params: unknown[] = [], name?: string) {
+      const result = await pool.query(prepare && name ? { name, text: sql, values: params } : { text: sql, values: params });
       return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
     },
   };

@@ -8,6 +8,7 @@ import {
 } from '@nestjs/common';
 import { JobQueueConnection } from '../connection/job-queue.connection.js';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
+import { CompletionBatcher } from '../engine/completion-batcher.js';
 import { EffectLedger } from '../engine/effect-ledger.js';
 import { JobRunner } from '../engine/job-runner.js';
 import { LeaseKeeper } from '../engine/lease-keeper.js';
@@ -19,6 +20,8 @@ import { JobQueueConfigError } from '../errors/job-queue-config.error.js';
 import { JobQueueEvents } from '../events/job-queue.events.js';
 import { JOB_QUEUE_OPTIONS, JOB_STORE } from '../job-queue.constants.js';
 import { LeaseReaper } from '../maintenance/lease-reaper.js';
+import { MaintenanceLeader } from '../maintenance/maintenance-leader.js';
+import { RetentionPruner } from '../maintenance/retention-pruner.js';
 import { JobNotificationHub } from '../notifications/job-notification.hub.js';
 import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
 import type { JobStore } from '../persistence/job.store.js';
@@ -51,7 +54,7 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
   private readonly logger = new Logger('JobQueue');
   private worker: Worker | null = null;
   private leaseTask: PeriodicTask | null = null;
-  private reaperTask: PeriodicTask | null = null;
+  private maintenanceTask: PeriodicTask | null = null;
   private scheduler: CronScheduler | null = null;
   private shuttingDown = false;
   private drained: Promise<void> | null = null;
@@ -69,7 +72,7 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
   async onApplicationBootstrap(): Promise<void> {
     if (!this.options.runWorker || this.shuttingDown) return;
     const { options, store, events, logger } = this;
-    const recorder = new OutcomeRecorder(store, new RetryPolicy(), events, logger, options.workerId);
+    const recorder = new OutcomeRecorder(store, new RetryPolicy(), events, logger, options.workerId, new CompletionBatcher(store));
     const runner = new JobRunner(store, new EffectLedger(store, logger), (type, payload, enqueueOptions) =>
       this.producer.enqueue(type, payload, enqueueOptions),
     );
@@ -102,18 +105,22 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
     const keeper = new LeaseKeeper(store, options.leaseMs, worker, logger);
     this.leaseTask = new PeriodicTask('Lease renewal', Math.max(50, Math.floor(options.leaseMs / 3)), () => keeper.runOnce(), logger);
     const longestRateWindowMs = Math.max(0, ...this.registry.all().map((h) => (h.rateLimit ? rateWindowMs(h.rateLimit.perMs) : 0)));
-    const reaper = new LeaseReaper(store, events, logger, longestRateWindowMs);
-    this.reaperTask = new PeriodicTask(
-      'Lease reaper',
+    const maintenance = new MaintenanceLeader(
+      store,
+      new LeaseReaper(events, logger),
+      new RetentionPruner({ ...options.retention, startsMs: longestRateWindowMs }),
+    );
+    this.maintenanceTask = new PeriodicTask(
+      'Maintenance',
       options.maintenanceIntervalMs,
       async () => {
-        if ((await reaper.runOnce()).retried > 0) worker.nudge();
+        if (((await maintenance.runOnce())?.retried ?? 0) > 0) worker.nudge();
       },
       logger,
     );
     worker.start();
     this.leaseTask.start();
-    this.reaperTask.start();
+    this.maintenanceTask.start();
     this.scheduler.start();
     this.logger.log(
       `Worker ${options.workerId} started: ${this.registry.types().length} job type(s), concurrency ${options.concurrency}.`,
@@ -179,7 +186,7 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
     if (!worker) return;
     this.events.emit({ kind: 'draining', workerId: this.options.workerId });
     this.logger.log(`Draining: ${worker.inFlight} job(s) in flight get up to ${this.options.drainTimeoutMs} ms to finish.`);
-    await this.reaperTask?.stop();
+    await this.maintenanceTask?.stop();
     await this.scheduler?.stop();
     const { finished, released } = await worker.drain(this.options.drainTimeoutMs);
     await this.leaseTask?.stop();
