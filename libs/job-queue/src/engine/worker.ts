@@ -45,6 +45,8 @@ export class Worker implements LeaseHolder {
   private readonly planner: ClaimPlanner;
   private loop: Promise<void> | null = null;
   private lastProgressAt = Date.now();
+  /** Set while the loop waits for the database: slow or away is not stuck (liveness). */
+  private waitingOnDatabase = false;
 
   constructor(
     private readonly settings: WorkerSettings,
@@ -78,9 +80,12 @@ export class Worker implements LeaseHolder {
     return this.state === 'draining' || this.state === 'stopped';
   }
 
-  /** When the loop last went round; liveness reads it. */
+  /**
+   * When the loop last went round; liveness reads it. A loop waiting on the database counts as
+   * progressing: restarting the process would not bring the database back.
+   */
   get lastProgress(): number {
-    return this.lastProgressAt;
+    return this.waitingOnDatabase ? Date.now() : this.lastProgressAt;
   }
 
   start(): void {
@@ -98,6 +103,13 @@ export class Worker implements LeaseHolder {
     this.wake.notify();
   }
 
+  /** Stops claiming at once (shutdown has begun); in-flight jobs keep running. */
+  stopClaiming(): void {
+    if (this.state !== 'running') return;
+    this.state = 'draining';
+    this.wake.notify();
+  }
+
   /**
    * Stops claiming and gives in-flight jobs `timeoutMs` to finish; the rest are interrupted and
    * released back to pending. Resolves when every job has been recorded or released.
@@ -105,7 +117,7 @@ export class Worker implements LeaseHolder {
   async drain(timeoutMs: number): Promise<{ finished: number; released: number }> {
     if (this.state === 'idle') this.state = 'stopped';
     if (this.state === 'stopped') return { finished: 0, released: 0 };
-    this.state = 'draining';
+    this.stopClaiming();
     this.wake.notify();
     await this.loop;
     const atStart = this.running.size;
@@ -146,11 +158,14 @@ export class Worker implements LeaseHolder {
       if (request) {
         let claimed: ClaimedJob[];
         try {
+          this.waitingOnDatabase = true;
           claimed = await this.store.claim(request);
         } catch (error) {
           this.logger.warn(`Claiming jobs failed: ${(error as Error)?.message ?? error}; retrying.`);
           await this.wake.wait(Math.min(CLAIM_ERROR_BACKOFF_MS, this.settings.pollIntervalMs));
           continue;
+        } finally {
+          this.waitingOnDatabase = false;
         }
         for (const job of claimed) this.launch(job);
         // A full batch suggests more is waiting: go round again at once.

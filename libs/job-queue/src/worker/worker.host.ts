@@ -130,6 +130,7 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
   /** Shutdown has begun: readiness goes down now, before the drain starts. */
   onModuleDestroy(): void {
     this.shuttingDown = true;
+    this.worker?.stopClaiming();
   }
 
   beforeApplicationShutdown(): Promise<void> {

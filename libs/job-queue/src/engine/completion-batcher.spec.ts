@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import type { JobStore, Lease } from '../persistence/job.store.js';
+import { CompletionBatcher } from './completion-batcher.js';
+
+/** A store double whose completeMany the test releases by hand, recording each batch. */
+function gatedStore(owned: Set<string>) {
+  const batches: string[][] = [];
+  const releases: Array<() => void> = [];
+  let failNext: Error | null = null;
+  const store = {
+    async completeMany(items: ReadonlyArray<{ lease: Lease; resultJson: string }>) {
+      batches.push(items.map((i) => i.lease.id));
+      await new Promise<void>((resolve) => releases.push(resolve));
+      if (failNext) {
+        const error = failNext;
+        failNext = null;
+        throw error;
+      }
+      return new Set(items.map((i) => i.lease.id).filter((id) => owned.has(id)));
+    },
+  } as unknown as JobStore;
+  return {
+    store,
+    batches,
+    releaseNext: () => releases.shift()?.(),
+    failNextWith: (error: Error) => (failNext = error),
+  };
+}
+
+const lease = (id: string): Lease => ({ id, leaseToken: `t-${id}` });
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('CompletionBatcher', () => {
+  it('writes a lone completion at once, and groups those that arrive during a write', async () => {
+    const gate = gatedStore(new Set(['1', '2', '3', '4']));
+    const batcher = new CompletionBatcher(gate.store);
+    const first = batcher.complete(lease('1'), 'null');
+    await tick();
+    expect(gate.batches).toEqual([['1']]);
+    const later = [batcher.complete(lease('2'), 'null'), batcher.complete(lease('3'), 'null'), batcher.complete(lease('4'), 'null')];
+    await tick();
+    expect(gate.batches).toHaveLength(1);
+    gate.releaseNext();
+    expect(await first).toBe(true);
+    await tick();
+    expect(gate.batches).toEqual([['1'], ['2', '3', '4']]);
+    gate.releaseNext();
+    expect(await Promise.all(later)).toEqual([true, true, true]);
+  });
+
+  it('tells each caller whether its own fenced write applied', async () => {
+    const gate = gatedStore(new Set(['1']));
+    const batcher = new CompletionBatcher(gate.store);
+    const results = [batcher.complete(lease('1'), '1'), batcher.complete(lease('2'), '2')];
+    await tick();
+    gate.releaseNext();
+    await tick();
+    gate.releaseNext();
+    expect(await Promise.all(results)).toEqual([true, false]);
+  });
+
+  it('rejects every caller of a failed batch and keeps serving later ones', async () => {
+    const gate = gatedStore(new Set(['1', '2']));
+    const batcher = new CompletionBatcher(gate.store);
+    gate.failNextWith(new Error('connection reset'));
+    const failed = batcher.complete(lease('1'), 'null');
+    await tick();
+    gate.releaseNext();
+    await expect(failed).rejects.toThrow('connection reset');
+    const retried = batcher.complete(lease('2'), 'null');
+    await tick();
+    gate.releaseNext();
+    expect(await retried).toBe(true);
+  });
+});
