@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import type { DataSource, EntityManager } from 'typeorm';
 import type {
   CancelResult,
@@ -119,16 +119,23 @@ export class PostgresJobStore implements JobStore {
   }
 
   /** Claims holding the limited types' row locks, so their counts cannot be raced. */
-  private async claimLimited(types: string[], params: unknown[]): Promise<Record<string, any>[]> {
+  private claimLimited(types: string[], params: unknown[]): Promise<Record<string, any>[]> {
+    return this.inTransaction(async (client) => {
+      await client.query(this.sql.claimLimitedLock, [types]);
+      return (await client.query(this.sql.claim, params)).rows;
+    });
+  }
+
+  /** Runs `work` on one pooled connection inside BEGIN … COMMIT, rolled back if it throws. */
+  private async inTransaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     let failed = true;
     try {
       await client.query('BEGIN');
-      await client.query(this.sql.claimLimitedLock, [types]);
-      const { rows } = await client.query(this.sql.claim, params);
+      const result = await work(client);
       await client.query('COMMIT');
       failed = false;
-      return rows;
+      return result;
     } finally {
       if (failed) await client.query('ROLLBACK').catch(() => undefined);
       client.release();
@@ -224,21 +231,12 @@ export class PostgresJobStore implements JobStore {
     return rows;
   }
 
-  async asMaintenanceLeader<T>(work: (store: JobStore) => Promise<T>): Promise<T | null> {
-    const client = await this.pool.connect();
-    let failed = true;
-    try {
-      await client.query('BEGIN');
+  asMaintenanceLeader<T>(work: (store: JobStore) => Promise<T>): Promise<T | null> {
+    return this.inTransaction(async (client) => {
       const { rows } = await client.query<{ acquired: boolean }>(this.sql.tryMaintenanceLock);
-      const leader = new PostgresJobStore(this.dataSource, this.schema, this.prepare, this.pool, poolExecutor(client, this.prepare));
-      const result = rows[0]?.acquired ? await work(leader) : null;
-      await client.query('COMMIT');
-      failed = false;
-      return result;
-    } finally {
-      if (failed) await client.query('ROLLBACK').catch(() => undefined);
-      client.release();
-    }
+      if (!rows[0]?.acquired) return null;
+      return work(new PostgresJobStore(this.dataSource, this.schema, this.prepare, this.pool, poolExecutor(client, this.prepare)));
+    });
   }
 
   async reapExpiredLeases(limit: number): Promise<ReapedJob[]> {

@@ -76,28 +76,8 @@ export function validateJob(
       throw new InvalidJobError(field('maxAttempts'), `must be a positive integer (got ${show(o.maxAttempts)})`);
     }
   }
-  let idempotencyKey: string | null = null;
-  if (o.idempotencyKey !== undefined && o.idempotencyKey !== null) {
-    if (typeof o.idempotencyKey !== 'string' || o.idempotencyKey.length === 0 || o.idempotencyKey.length > MAX_KEY_LENGTH) {
-      throw new InvalidJobError(
-        field('idempotencyKey'),
-        `must be a non-empty string of at most ${MAX_KEY_LENGTH} characters (got ${show(o.idempotencyKey)})`,
-      );
-    }
-    if (o.idempotencyKey.includes('\u0000')) throw new InvalidJobError(field('idempotencyKey'), 'must not contain NUL characters');
-    idempotencyKey = o.idempotencyKey;
-  }
-  let orderingKey: string | null = null;
-  if (o.orderingKey !== undefined && o.orderingKey !== null) {
-    if (typeof o.orderingKey !== 'string' || o.orderingKey.length === 0 || o.orderingKey.length > MAX_KEY_LENGTH) {
-      throw new InvalidJobError(
-        field('orderingKey'),
-        `must be a non-empty string of at most ${MAX_KEY_LENGTH} characters (got ${show(o.orderingKey)})`,
-      );
-    }
-    if (o.orderingKey.includes('\u0000')) throw new InvalidJobError(field('orderingKey'), 'must not contain NUL characters');
-    orderingKey = o.orderingKey;
-  }
+  const idempotencyKey = optionalKey(field('idempotencyKey'), o.idempotencyKey);
+  const orderingKey = optionalKey(field('orderingKey'), o.orderingKey);
   if (o.manager !== undefined && (typeof o.manager?.query !== 'function' || !o.manager.connection)) {
     throw new InvalidJobError(field('manager'), 'must be a TypeORM EntityManager (the one your transaction callback receives)');
   }
@@ -113,6 +93,16 @@ export function validateJob(
     idempotencyKey,
     orderingKey,
   };
+}
+
+/** An idempotency or ordering key: absent, or a short non-empty string PostgreSQL can index. */
+function optionalKey(field: string, value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_KEY_LENGTH) {
+    throw new InvalidJobError(field, `must be a non-empty string of at most ${MAX_KEY_LENGTH} characters (got ${show(value)})`);
+  }
+  if (value.includes('\u0000')) throw new InvalidJobError(field, 'must not contain NUL characters');
+  return value;
 }
 
 function show(value: unknown): string {
