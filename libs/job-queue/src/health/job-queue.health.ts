@@ -39,6 +39,8 @@ export class JobQueueHealthIndicator {
       inFlight: status.inFlight,
       draining: status.draining,
       ...(snapshot.limit !== null ? { limit: snapshot.limit } : {}),
+      // Shown, not failing: an open circuit protects a downstream; this pod can still serve.
+      ...(snapshot.openCircuits.length > 0 ? { openCircuits: snapshot.openCircuits } : {}),
     };
     if (status.draining) return session.down({ ...data, message: 'draining for shutdown' });
     if (!snapshot.databaseReachable) return session.down({ ...data, message: `database unreachable: ${snapshot.error}` });

@@ -16,7 +16,12 @@ export interface QueueSnapshot {
   limit: number | null;
   saturated: boolean;
   alerting: boolean;
+  /** Types whose circuit is open or half-open, cluster-wide. */
+  openCircuits: string[];
 }
+
+/** A readiness probe must answer; a database that does not answer within this is unreachable. */
+const SNAPSHOT_TIMEOUT_MS = 3_000;
 
 /** Depth is counted up to this many rows when no limit is set, so a huge backlog stays cheap. */
 const UNBOUNDED_COUNT_CAP = 100_000;
@@ -69,28 +74,43 @@ export class JobQueueMonitor implements OnApplicationBootstrap, BeforeApplicatio
   }
 
   /**
-   * Throws QueueSaturatedError when adding these jobs would pass a configured limit. Counted
-   * against the cached depth plus this process's own enqueues since it was taken.
+   * Throws QueueSaturatedError when adding these jobs would pass a configured limit, counted
+   * against the cached depth plus this process's own enqueues since it was taken. Admitted jobs
+   * are reserved at once (check and reserve run without an await between them), so concurrent
+   * enqueues in one process cannot all squeeze through the last free place. Call the returned
+   * function with the types that were not inserted after all (deduplicated, or the insert failed).
    */
-  async admit(types: readonly string[]): Promise<void> {
+  async admit(types: readonly string[]): Promise<(notInserted: readonly string[]) => void> {
     const limit = this.options.maxQueueDepth;
     const byType = this.options.maxQueueDepthByType;
     const limitedTypes = types.filter((type) => byType[type] !== undefined);
-    if (limit === null && limitedTypes.length === 0) return;
-    const snapshot = await this.snapshot();
-    if (!snapshot.databaseReachable) return; // the insert itself will report the outage
-    if (limit !== null && snapshot.depth + types.length > limit) this.reject(snapshot.depth, limit);
-    for (const type of new Set(limitedTypes)) {
-      const depth = (this.typeDepths.get(type) ?? 0) + (this.enqueuedSinceByType.get(type) ?? 0);
-      const adding = types.filter((t) => t === type).length;
-      if (depth + adding > byType[type]) this.reject(depth, byType[type], type);
+    if (limit === null && limitedTypes.length === 0) {
+      this.count(types, 1);
+      return (notInserted) => this.count(notInserted, -1);
     }
+    await this.snapshot();
+    // Re-read after the await: other enqueues may have reserved places meanwhile.
+    const snapshot = this.withLocalEnqueues(this.last!);
+    if (snapshot.databaseReachable) {
+      // Unreachable: let the insert itself report the outage.
+      if (limit !== null && snapshot.depth + types.length > limit) this.reject(snapshot.depth, limit);
+      for (const type of new Set(limitedTypes)) {
+        const depth = (this.typeDepths.get(type) ?? 0) + (this.enqueuedSinceByType.get(type) ?? 0);
+        const adding = types.filter((t) => t === type).length;
+        if (depth + adding > byType[type]) this.reject(depth, byType[type], type);
+      }
+    }
+    this.count(types, 1);
+    const takenAt = this.last?.takenAt;
+    // After a refresh the database counts the rows itself; only undo reservations it cannot see.
+    return (notInserted) => {
+      if (this.last?.takenAt === takenAt) this.count(notInserted, -1);
+    };
   }
 
-  /** Counts jobs this process just enqueued until the next refresh sees them. */
-  recordEnqueued(types: readonly string[]): void {
-    this.enqueuedSince += types.length;
-    for (const type of types) this.enqueuedSinceByType.set(type, (this.enqueuedSinceByType.get(type) ?? 0) + 1);
+  private count(types: readonly string[], sign: 1 | -1): void {
+    this.enqueuedSince = Math.max(0, this.enqueuedSince + sign * types.length);
+    for (const type of types) this.enqueuedSinceByType.set(type, Math.max(0, (this.enqueuedSinceByType.get(type) ?? 0) + sign));
   }
 
   private reject(depth: number, limit: number, type?: string): never {
@@ -113,13 +133,22 @@ export class JobQueueMonitor implements OnApplicationBootstrap, BeforeApplicatio
     const limitedTypes = Object.keys(this.options.maxQueueDepthByType);
     const countUpTo = Math.max(limit ?? 0, ...Object.values(this.options.maxQueueDepthByType), UNBOUNDED_COUNT_CAP) + 1;
     const takenAt = Date.now();
+    // Reservations made while the count runs may not be in it: keep those, drop the older ones.
+    const reservedBefore = this.enqueuedSince;
+    const reservedBeforeByType = new Map(this.enqueuedSinceByType);
     try {
-      const [{ depth, deadLastHour }, typeDepths] = await Promise.all([
-        this.store.queueSnapshot(countUpTo),
-        this.store.depthByType(limitedTypes, countUpTo),
-      ]);
-      this.enqueuedSince = 0;
-      this.enqueuedSinceByType = new Map();
+      const [{ depth, deadLastHour }, typeDepths, circuits] = await withTimeout(
+        Promise.all([
+          this.store.queueSnapshot(countUpTo),
+          this.store.depthByType(limitedTypes, countUpTo),
+          this.store.openCircuits(),
+        ]),
+        SNAPSHOT_TIMEOUT_MS,
+      );
+      this.enqueuedSince = Math.max(0, this.enqueuedSince - reservedBefore);
+      for (const [type, n] of reservedBeforeByType) {
+        this.enqueuedSinceByType.set(type, Math.max(0, (this.enqueuedSinceByType.get(type) ?? 0) - n));
+      }
       this.typeDepths = typeDepths;
       const snapshot: QueueSnapshot = {
         takenAt,
@@ -130,6 +159,7 @@ export class JobQueueMonitor implements OnApplicationBootstrap, BeforeApplicatio
         limit,
         saturated: limit !== null && depth >= limit,
         alerting: deadLastHour >= this.options.deadLetterAlertThreshold,
+        openCircuits: circuits.map((circuit) => circuit.type),
       };
       if (!snapshot.saturated) this.wasSaturated = false;
       await this.raiseAlertOnce(snapshot);
@@ -137,7 +167,7 @@ export class JobQueueMonitor implements OnApplicationBootstrap, BeforeApplicatio
       return snapshot;
     } catch (error) {
       const snapshot: QueueSnapshot = {
-        ...(this.last ?? { depth: 0, deadLastHour: 0, saturated: false, alerting: false }),
+        ...(this.last ?? { depth: 0, deadLastHour: 0, saturated: false, alerting: false, openCircuits: [] }),
         takenAt,
         limit,
         databaseReachable: false,
@@ -163,4 +193,12 @@ export class JobQueueMonitor implements OnApplicationBootstrap, BeforeApplicatio
     );
     this.events.emit({ kind: 'dead-letter-alert', count: snapshot.deadLastHour });
   }
+}
+
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }

@@ -86,9 +86,15 @@ export class JobProducer {
 
   /** Backpressure first (QueueSaturatedError writes nothing), then one insert statement. */
   private async insert(jobs: NewJob[], manager: EntityManager | undefined): Promise<EnqueueResult[]> {
-    await this.monitor.admit(jobs.map((job) => job.type));
-    const results = await this.store.enqueue(jobs, manager);
-    this.monitor.recordEnqueued(jobs.filter((_, i) => !results[i].deduplicated).map((job) => job.type));
+    const settle = await this.monitor.admit(jobs.map((job) => job.type));
+    let results: EnqueueResult[];
+    try {
+      results = await this.store.enqueue(jobs, manager);
+    } catch (error) {
+      settle(jobs.map((job) => job.type));
+      throw error;
+    }
+    settle(jobs.filter((_, i) => results[i].deduplicated).map((job) => job.type));
     return results;
   }
 

@@ -1,0 +1,50 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { QueueSaturatedError } from '../src/index.js';
+import { startQueueApp, type QueueApp } from './support/queue-app.js';
+import { createTestDatabase, type TestDatabase } from './support/test-database.js';
+
+describe('backpressure under concurrent enqueues in one process', () => {
+  let db: TestDatabase;
+  let queue: QueueApp;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(inject('adminUrl'));
+    queue = await startQueueApp(db.url, { runWorker: false, maxQueueDepth: 10, maxQueueDepthByType: { 'limited.type': 3 } });
+  });
+  afterAll(async () => {
+    await queue?.close();
+    await db?.drop();
+  });
+
+  it('admits exactly up to the limit when 30 enqueues race for the last places', async () => {
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 30 }, (_, i) => queue.producer.enqueue('bulk.type', { i })),
+    );
+    const refused = outcomes.filter((o) => o.status === 'rejected');
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(10);
+    expect(refused).toHaveLength(20);
+    for (const outcome of refused) {
+      const error = (outcome as PromiseRejectedResult).reason;
+      expect(error).toBeInstanceOf(QueueSaturatedError);
+      expect(error).toMatchObject({ limit: 10 });
+      expect(error.depth).toBeGreaterThanOrEqual(10);
+    }
+    const [{ n }] = await db.query(`SELECT count(*)::int AS n FROM job_queue.jobs`);
+    expect(n).toBe(10);
+  });
+
+  it('deduplicated enqueues do not use up places', async () => {
+    await db.query(`DELETE FROM job_queue.jobs`);
+    await new Promise((resolve) => setTimeout(resolve, 1_100)); // let the cached depth expire (depthRefreshMs 1000)
+    const first = await queue.producer.enqueue('limited.type', {}, { idempotencyKey: 'same' });
+    for (let i = 0; i < 5; i++) {
+      const again = await queue.producer.enqueue('limited.type', {}, { idempotencyKey: 'same' });
+      expect(again).toEqual({ id: first.id, deduplicated: true });
+    }
+    await queue.producer.enqueue('limited.type', {});
+    await queue.producer.enqueue('limited.type', {});
+    await expect(queue.producer.enqueue('limited.type', {})).rejects.toMatchObject({ limit: 3 });
+    const [{ n }] = await db.query(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE type = 'limited.type'`);
+    expect(n).toBe(3);
+  });
+});
