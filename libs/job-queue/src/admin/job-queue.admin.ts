@@ -45,10 +45,10 @@ export class JobQueueAdmin {
   listDead(options: ListDeadOptions = {}): Promise<JobRecord[]> {
     const limit = options.limit ?? 100;
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
-      throw new InvalidJobError('limit', `must be an integer from 1 to 1000 (got ${String(limit)})`);
+      throw new InvalidJobError('limit', `must be an integer from 1 to 1000 (got ${String(limit)})`, 'Nothing was read.');
     }
     if (options.type !== undefined && (typeof options.type !== 'string' || options.type.length === 0)) {
-      throw new InvalidJobError('type', 'must be a non-empty string when given');
+      throw new InvalidJobError('type', 'must be a non-empty string when given', 'Nothing was read.');
     }
     return this.store.listDead(options.type ?? null, limit);
   }

@@ -7,7 +7,9 @@ export class InvalidJobError extends JobQueueError {
   constructor(
     readonly field: string,
     problem: string,
+    /** What the refusal spared; admin reads say so instead of "nothing was enqueued". */
+    outcome = 'Nothing was enqueued.',
   ) {
-    super(`Invalid job: ${field} ${problem}. Nothing was enqueued.`);
+    super(`Invalid job: ${field} ${problem}. ${outcome}`);
   }
 }

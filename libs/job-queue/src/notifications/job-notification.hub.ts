@@ -46,6 +46,13 @@ export class JobNotificationHub {
 
   private start(): Promise<void> {
     if (!this.enabled) return Promise.resolve();
+    const poolSize = (poolOf(this.connection.dataSource) as { options?: { max?: number } }).options?.max ?? 10;
+    if (poolSize < 2) {
+      // LISTEN holds its connection for good: with a pool of one, nothing else could ever run.
+      this.logger.warn('The DataSource pool has 1 connection, so LISTEN is off and workers poll; use a pool of 2 or more.');
+      this.stopped = true;
+      return Promise.resolve();
+    }
     this.starting ??= (async () => {
       this.listener = new JobNotificationListener(
         poolOf(this.connection.dataSource),

@@ -186,7 +186,7 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
     const worker = this.worker;
     if (!worker) return;
     this.events.emit({ kind: 'draining', workerId: this.options.workerId });
-    this.logger.log(`Draining: ${worker.inFlight} job(s) in flight get up to ${this.options.drainTimeoutMs} ms to finish.`);
+    this.logger.log(`Draining: claiming stopped; jobs in flight get up to ${this.options.drainTimeoutMs} ms to finish.`);
     await this.maintenanceTask?.stop();
     await this.scheduler?.stop();
     const { finished, released } = await worker.drain(this.options.drainTimeoutMs);
