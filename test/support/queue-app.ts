@@ -23,6 +23,12 @@ const quiet: LoggerService | undefined = process.env.AJQ_TEST_LOGS
   ? undefined
   : { log() {}, warn() {}, error() {}, debug() {}, verbose() {} };
 
+/**
+ * AJQ_TEST_LISTEN=false runs the whole suite without LISTEN (as behind a pooler in transaction
+ * mode); a test that passes `listen` itself still gets what it asked for.
+ */
+const listenDefault: Partial<JobQueueOptions> = process.env.AJQ_TEST_LISTEN === 'false' ? { listen: false } : {};
+
 /** Boots JobQueueModule with the given handler providers in this process, as an app would. */
 export async function startQueueApp(
   url: string,
@@ -32,7 +38,12 @@ export async function startQueueApp(
 ): Promise<QueueApp> {
   const builder = Test.createTestingModule({
     imports: [
-      JobQueueModule.forRoot({ pollIntervalMs: 200, ...options, dataSource: options.dataSource ?? { type: 'postgres', url } }),
+      JobQueueModule.forRoot({
+        pollIntervalMs: 200,
+        ...listenDefault,
+        ...options,
+        dataSource: options.dataSource ?? { type: 'postgres', url },
+      }),
       ...imports,
     ],
     providers,

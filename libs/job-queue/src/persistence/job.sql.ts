@@ -129,12 +129,12 @@ export function jobSql(schema: string) {
     recordCircuitFailure: `
       WITH previous AS (SELECT circuit_state FROM ${types} WHERE type = $1 FOR UPDATE)
       UPDATE ${types} t
-      SET consecutive_failures = t.consecutive_failures + 1, cooldown_ms = $3,
-          circuit_state = CASE WHEN t.circuit_state = 'half-open' OR t.consecutive_failures + 1 >= $2 THEN 'open' ELSE t.circuit_state END,
-          opened_at = CASE WHEN t.circuit_state <> 'open' AND (t.circuit_state = 'half-open' OR t.consecutive_failures + 1 >= $2)
+      SET consecutive_failures = t.consecutive_failures + 1, cooldown_ms = $3::int,
+          circuit_state = CASE WHEN t.circuit_state = 'half-open' OR t.consecutive_failures + 1 >= $2::int THEN 'open' ELSE t.circuit_state END,
+          opened_at = CASE WHEN t.circuit_state <> 'open' AND (t.circuit_state = 'half-open' OR t.consecutive_failures + 1 >= $2::int)
                            THEN now() ELSE t.opened_at END,
-          reopen_at = CASE WHEN t.circuit_state <> 'open' AND (t.circuit_state = 'half-open' OR t.consecutive_failures + 1 >= $2)
-                           THEN now() + $3 * interval '1 millisecond' ELSE t.reopen_at END
+          reopen_at = CASE WHEN t.circuit_state <> 'open' AND (t.circuit_state = 'half-open' OR t.consecutive_failures + 1 >= $2::int)
+                           THEN now() + $3::int * interval '1 millisecond' ELSE t.reopen_at END
       FROM previous WHERE t.type = $1
       RETURNING previous.circuit_state AS previous_state, t.circuit_state AS state`,
 

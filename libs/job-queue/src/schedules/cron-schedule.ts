@@ -49,8 +49,9 @@ export class CronSchedule {
       parseField(day, 'day of month', 1, 31, {}, expression),
       parseField(month, 'month', 1, 12, MONTH_NAMES, expression),
       weekdays,
-      day !== '*' && day !== '?',
-      weekday !== '*' && weekday !== '?',
+      // As in Vixie cron, a field starting with * (even */2) does not count as restricted.
+      !day.startsWith('*') && day !== '?',
+      !weekday.startsWith('*') && weekday !== '?',
       clock,
     );
   }
@@ -127,7 +128,9 @@ function parseField(
     if (range === '*' || range === '?') {
       [from, to] = [min, max];
     } else if (range.includes('-')) {
-      const [a, b] = range.split('-');
+      const bounds = range.split('-');
+      if (bounds.length !== 2) fail('is malformed');
+      const [a, b] = bounds;
       [from, to] = [value(a), value(b)];
       if (from > to) fail(`has range ${a}-${b} going backwards`);
     } else {

@@ -169,7 +169,12 @@ describe('CronScheduler.runOnce', () => {
       '2025-06-02T10:35:00.000Z',
       '2025-06-02T10:40:00.000Z',
     ]);
-    expect(store.slots('every.ten')).toEqual(['2025-06-02T10:10:00.000Z', '2025-06-02T10:20:00.000Z', '2025-06-02T10:30:00.000Z', '2025-06-02T10:40:00.000Z']);
+    expect(store.slots('every.ten')).toEqual([
+      '2025-06-02T10:10:00.000Z',
+      '2025-06-02T10:20:00.000Z',
+      '2025-06-02T10:30:00.000Z',
+      '2025-06-02T10:40:00.000Z',
+    ]);
   });
 
   it('after a long stall, catches up at most 100 slots per pass and loses none over the next passes', async () => {
