@@ -3,24 +3,10 @@ import { DuplicateJobHandlerError } from '../errors/duplicate-job-handler.error.
 import { JobQueueError } from '../errors/job-queue.error.js';
 import { JobHandlerRegistry } from './job-handler.registry.js';
 import type { RegisteredHandler } from './registered-handler.js';
+import { handlerStub } from '../../../../test/support/handler-stub.js';
 
 function handler(type: string, location: string): RegisteredHandler {
-  return {
-    type,
-    location,
-    maxAttempts: 5,
-    baseDelayMs: 1_000,
-    maxDelayMs: 60_000,
-    concurrency: 1,
-    timeoutMs: null,
-    schema: null,
-    transactional: false,
-    circuitBreaker: null,
-    rateLimit: null,
-    globalConcurrency: null,
-    schedule: null,
-    invoke: () => undefined,
-  } as RegisteredHandler;
+  return handlerStub({ type, location });
 }
 
 describe('JobHandlerRegistry', () => {

@@ -7,6 +7,7 @@ import type { ClaimedJob, JobStore, JobTransaction } from '../persistence/job.st
 import { AttemptControl } from './attempt-control.js';
 import type { EffectLedger } from './effect-ledger.js';
 import type { JobContext } from './job-context.js';
+import { handlerStub } from '../../../../test/support/handler-stub.js';
 import { JobRunner, type HandlerEnqueue } from './job-runner.js';
 
 const job: ClaimedJob = {
@@ -21,23 +22,7 @@ const job: ClaimedJob = {
 };
 
 function handler(invoke: RegisteredHandler['invoke'], overrides: Partial<RegisteredHandler> = {}): RegisteredHandler {
-  return {
-    type: job.type,
-    location: 'Mailer.welcome',
-    maxAttempts: 5,
-    baseDelayMs: 1_000,
-    maxDelayMs: 60_000,
-    concurrency: 1,
-    timeoutMs: null,
-    schema: null,
-    transactional: false,
-    circuitBreaker: null,
-    rateLimit: null,
-    globalConcurrency: null,
-    schedule: null,
-    invoke,
-    ...overrides,
-  };
+  return handlerStub({ type: job.type, invoke, ...overrides });
 }
 
 /** A transaction double that records what the runner did with it. */

@@ -4,6 +4,7 @@ import type { ClaimedJob, JobStore, Lease } from '../persistence/job.store.js';
 import type { JobStatus } from '../persistence/job-status.js';
 import type { EngineLogger } from './engine-logger.js';
 import type { EventSink, JobQueueEvent } from './events.js';
+import { handlerStub } from '../../../../test/support/handler-stub.js';
 import { OutcomeRecorder } from './outcome-recorder.js';
 import { RetryPolicy } from './retry-policy.js';
 
@@ -74,22 +75,7 @@ class FakeStore {
   }
 }
 
-const handler = {
-  type: 'email.welcome',
-  location: 'Mailer.welcome',
-  maxAttempts: 5,
-  baseDelayMs: 1_000,
-  maxDelayMs: 60_000,
-  concurrency: 1,
-  timeoutMs: null,
-  schema: null,
-  transactional: false,
-  circuitBreaker: null,
-  rateLimit: null,
-  globalConcurrency: null,
-  schedule: null,
-  invoke: () => undefined,
-} as RegisteredHandler;
+const handler = handlerStub({ maxAttempts: 5 });
 
 function claimed(attempt: number, maxAttempts = 3): ClaimedJob {
   return {
