@@ -208,8 +208,9 @@ describe('worker', () => {
         await ordered.close();
       }
       expect(priorityOrder).toEqual(expected);
+      // One claim statement may take several jobs (same claimed_at), in priority, then run-time order.
       const byClaim = await db.query(
-        `SELECT payload->>'name' AS name FROM job_queue.jobs WHERE type = 'worker.priority' ORDER BY claimed_at, id`,
+        `SELECT payload->>'name' AS name FROM job_queue.jobs WHERE type = 'worker.priority' ORDER BY claimed_at, priority DESC, run_at, id`,
       );
       expect(byClaim.map((r) => r.name)).toEqual(expected);
     });

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { ClaimRequest } from '../persistence/job.store.js';
-import { ClaimPlanner, rateWindowMs, type TypeCapacity } from './claim-planner.js';
+import { ClaimPlanner, rateWindowMs, type TypeCapacity, type WorkerLoad } from './claim-planner.js';
+
+/** The running-only load the planner saw before prefetch existed. */
+function load(running: number, runningByType: ReadonlyMap<string, number>, runningTransactional = 0): WorkerLoad {
+  return { running, runningByType, runningTransactional, buffered: 0, bufferedByType: new Map() };
+}
 
 const types: TypeCapacity[] = [
   { type: 'email.send', concurrency: 2, maxAttempts: 3 },
@@ -17,7 +22,7 @@ function limits(plan: ClaimRequest | null): Record<string, number> {
 
 describe('ClaimPlanner', () => {
   it('asks for the free capacity when nothing runs, each type limited by its own concurrency', () => {
-    const plan = planner().plan(0, inFlight());
+    const plan = planner().plan(load(0, inFlight()));
     expect(plan).toMatchObject({ workerId: 'worker-a', leaseMs: 30_000, limit: 5 });
     expect(plan?.perType).toHaveLength(3);
     expect(plan?.perType).toEqual(
@@ -30,45 +35,45 @@ describe('ClaimPlanner', () => {
   });
 
   it('subtracts what is in flight, overall and per type', () => {
-    const plan = planner().plan(3, inFlight({ 'email.send': 1, 'image.resize': 2 }));
+    const plan = planner().plan(load(3, inFlight({ 'email.send': 1, 'image.resize': 2 })));
     expect(plan?.limit).toBe(2);
     expect(limits(plan)).toEqual({ 'email.send': 1, 'report.build': 2, 'image.resize': 2 });
   });
 
   it('never asks a type for more than the global free capacity', () => {
-    const plan = planner().plan(4, inFlight({ 'report.build': 4 }));
+    const plan = planner().plan(load(4, inFlight({ 'report.build': 4 })));
     expect(plan?.limit).toBe(1);
     expect(limits(plan)).toEqual({ 'email.send': 1, 'report.build': 1, 'image.resize': 1 });
   });
 
   it('omits types already at their capacity', () => {
-    expect(limits(planner().plan(4, inFlight({ 'email.send': 2, 'image.resize': 2 })))).toEqual({
+    expect(limits(planner().plan(load(4, inFlight({ 'email.send': 2, 'image.resize': 2 }))))).toEqual({
       'report.build': 1,
       'image.resize': 1,
     });
-    expect(limits(planner().plan(4, inFlight({ 'email.send': 2, 'report.build': 0, 'image.resize': 4 })))).toEqual({
+    expect(limits(planner().plan(load(4, inFlight({ 'email.send': 2, 'report.build': 0, 'image.resize': 4 }))))).toEqual({
       'report.build': 1,
     });
   });
 
   it('omits a type that is over its capacity (never a zero or negative limit)', () => {
-    const plan = planner().plan(3, inFlight({ 'email.send': 3 }));
+    const plan = planner().plan(load(3, inFlight({ 'email.send': 3 })));
     expect(limits(plan)).not.toHaveProperty('email.send');
     for (const entry of plan!.perType) expect(entry.limit).toBeGreaterThan(0);
   });
 
   it('returns null when the worker is full', () => {
-    expect(planner().plan(5, inFlight({ 'report.build': 5 }))).toBeNull();
-    expect(planner().plan(6, inFlight({ 'report.build': 6 }))).toBeNull();
+    expect(planner().plan(load(5, inFlight({ 'report.build': 5 })))).toBeNull();
+    expect(planner().plan(load(6, inFlight({ 'report.build': 6 })))).toBeNull();
   });
 
   it('returns null when every type is at capacity although slots are free', () => {
     const small = new ClaimPlanner(10, [{ type: 'email.send', concurrency: 2, maxAttempts: 3 }], 'worker-a', 30_000);
-    expect(small.plan(2, inFlight({ 'email.send': 2 }))).toBeNull();
+    expect(small.plan(load(2, inFlight({ 'email.send': 2 })))).toBeNull();
   });
 
   it('returns null when there are no handler types', () => {
-    expect(new ClaimPlanner(10, [], 'worker-a', 30_000).plan(0, inFlight())).toBeNull();
+    expect(new ClaimPlanner(10, [], 'worker-a', 30_000).plan(load(0, inFlight()))).toBeNull();
   });
 
   describe('transactional types', () => {
@@ -79,14 +84,14 @@ describe('ClaimPlanner', () => {
     ];
 
     it('share the transactional capacity between them; other types are unaffected', () => {
-      const plan = new ClaimPlanner(10, mixed, 'worker-a', 30_000, 3).plan(0, inFlight(), 0);
+      const plan = new ClaimPlanner(10, mixed, 'worker-a', 30_000, 3).plan(load(0, inFlight(), 0));
       const byType = limits(plan);
       expect((byType['ledger.post'] ?? 0) + (byType['stock.move'] ?? 0)).toBe(3);
       expect(byType['email.send']).toBe(5);
     });
 
     it('are omitted while the transactional capacity is used up', () => {
-      const plan = new ClaimPlanner(10, mixed, 'worker-a', 30_000, 3).plan(3, inFlight({ 'ledger.post': 3 }), 3);
+      const plan = new ClaimPlanner(10, mixed, 'worker-a', 30_000, 3).plan(load(3, inFlight({ 'ledger.post': 3 }), 3));
       expect(limits(plan)).toEqual({ 'email.send': 5 });
     });
 
@@ -94,7 +99,7 @@ describe('ClaimPlanner', () => {
       const scarce = new ClaimPlanner(10, mixed, 'worker-a', 30_000, 1);
       const served = new Set<string>();
       for (let i = 0; i < mixed.length; i++) {
-        const plan = scarce.plan(0, inFlight(), 0);
+        const plan = scarce.plan(load(0, inFlight(), 0));
         const transactional = plan!.perType.filter((entry) => entry.type !== 'email.send');
         expect(transactional.reduce((sum, entry) => sum + entry.limit, 0)).toBe(1);
         for (const entry of transactional) served.add(entry.type);
@@ -103,7 +108,7 @@ describe('ClaimPlanner', () => {
     });
 
     it('have no extra limit by default', () => {
-      const plan = new ClaimPlanner(10, mixed, 'worker-a', 30_000).plan(0, inFlight());
+      const plan = new ClaimPlanner(10, mixed, 'worker-a', 30_000).plan(load(0, inFlight()));
       expect(limits(plan)).toEqual({ 'ledger.post': 5, 'stock.move': 5, 'email.send': 5 });
     });
   });
@@ -120,7 +125,7 @@ describe('ClaimPlanner flow limits', () => {
       'w',
       30_000,
     );
-    const plan = planner.plan(0, new Map());
+    const plan = planner.plan(load(0, new Map()));
     const byType = Object.fromEntries(plan!.perType.map((t) => [t.type, t]));
     expect(byType['partner.call']).toMatchObject({ rateMax: 20, rateWindowMs: 1100, globalMax: 2 });
     expect(byType.plain).toMatchObject({ rateMax: null, rateWindowMs: null, globalMax: null });
@@ -129,5 +134,44 @@ describe('ClaimPlanner flow limits', () => {
   it('widens short rate windows by a tenth and long ones by at most 100 ms', () => {
     expect(rateWindowMs(100)).toBe(110);
     expect(rateWindowMs(60_000)).toBe(60_100);
+  });
+});
+
+describe('ClaimPlanner with prefetch', () => {
+  const planner = () =>
+    new ClaimPlanner(
+      10,
+      [
+        { type: 'a', concurrency: 10, maxAttempts: 3 },
+        { type: 'b', concurrency: 5, maxAttempts: 3 },
+      ],
+      'w',
+      30_000,
+      Infinity,
+      20,
+    );
+  const loaded = (running: Record<string, number>, buffered: Record<string, number>): WorkerLoad => ({
+    running: Object.values(running).reduce((a, b) => a + b, 0),
+    runningByType: new Map(Object.entries(running)),
+    runningTransactional: 0,
+    buffered: Object.values(buffered).reduce((a, b) => a + b, 0),
+    bufferedByType: new Map(Object.entries(buffered)),
+  });
+
+  it('asks for free slots plus the free part of the buffer, each type in proportion to its concurrency', () => {
+    const plan = planner().plan(loaded({}, {}));
+    expect(plan?.limit).toBe(30);
+    expect(Object.fromEntries(plan!.perType.map((t) => [t.type, t.limit]))).toEqual({ a: 30, b: 15 });
+  });
+
+  it('counts buffered jobs against their type and the total', () => {
+    const plan = planner().plan(loaded({ a: 10 }, { a: 20 }));
+    expect(plan).toBeNull();
+  });
+
+  it('still serves a type whose share is free while another fills the buffer', () => {
+    const plan = planner().plan(loaded({ a: 8 }, { a: 12 }));
+    expect(plan?.limit).toBe(10);
+    expect(Object.fromEntries(plan!.perType.map((t) => [t.type, t.limit]))).toEqual({ a: 10, b: 10 });
   });
 });

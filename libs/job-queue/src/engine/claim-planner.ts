@@ -10,6 +10,18 @@ export interface TypeCapacity {
   globalConcurrency?: number | null;
 }
 
+/** What the worker holds right now. */
+export interface WorkerLoad {
+  running: number;
+  runningByType: ReadonlyMap<string, number>;
+  runningTransactional: number;
+  /** Claimed and leased, waiting in the local buffer to start. */
+  buffered: number;
+  bufferedByType: ReadonlyMap<string, number>;
+  /** How many claimed jobs to keep waiting now (at most the configured prefetch). */
+  prefetch?: number;
+}
+
 /**
  * Rate windows are checked a little wider than configured, so handler starts (a few ms after
  * their claim, in another process) never crowd more than `max` into any `perMs` window.
@@ -19,9 +31,10 @@ export function rateWindowMs(perMs: number): number {
 }
 
 /**
- * Turns free slots into a claim request: the global free capacity, each type's own free capacity
- * under its per-type limit, and, for transactional types together, the connections the pool can
- * spare. Types with no free slot are not asked for at all.
+ * Turns free capacity into a claim request. Without prefetch: the free slots, each type's free
+ * slots under its own limit, and, for transactional types together, the connections the pool can
+ * spare. With prefetch, the worker also keeps up to `prefetch` claimed jobs waiting locally, each
+ * type in proportion to its concurrency, so a fast stream of jobs needs few claim round trips.
  */
 export class ClaimPlanner {
   private rotation = 0;
@@ -33,19 +46,26 @@ export class ClaimPlanner {
     private readonly leaseMs: number,
     /** Transactional jobs in flight at once, at most; Infinity when no limit applies. */
     private readonly transactionalCapacity: number = Infinity,
+    /** Claimed jobs this worker may hold beyond its running ones, at most. */
+    private readonly maxPrefetch = 0,
   ) {}
 
-  plan(inFlightTotal: number, inFlightByType: ReadonlyMap<string, number>, inFlightTransactional = 0): ClaimRequest | null {
-    const free = this.concurrency - inFlightTotal;
+  plan(load: WorkerLoad): ClaimRequest | null {
+    const prefetch = Math.min(load.prefetch ?? this.maxPrefetch, this.maxPrefetch);
+    const free = this.concurrency - load.running + prefetch - load.buffered;
     if (free <= 0) return null;
-    let transactionalFree = this.transactionalCapacity - inFlightTransactional;
+    let transactionalFree = this.transactionalCapacity - load.runningTransactional;
     // Rotate which transactional type gets the shared connections first, so none starves.
     const offset = this.types.length > 0 ? this.rotation++ % this.types.length : 0;
     const ordered = [...this.types.slice(offset), ...this.types.slice(0, offset)];
     const perType: TypeClaim[] = [];
     for (const { type, concurrency, maxAttempts, transactional, rateLimit, globalConcurrency } of ordered) {
-      let limit = Math.min(free, concurrency - (inFlightByType.get(type) ?? 0));
-      if (transactional) {
+      const share = Math.ceil((prefetch * concurrency) / this.concurrency);
+      let limit = Math.min(
+        free,
+        concurrency + share - (load.runningByType.get(type) ?? 0) - (load.bufferedByType.get(type) ?? 0),
+      );
+      if (transactional && this.maxPrefetch === 0) {
         limit = Math.min(limit, transactionalFree);
         transactionalFree -= Math.max(limit, 0);
       }

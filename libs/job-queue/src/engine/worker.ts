@@ -8,6 +8,7 @@ import type { EngineLogger } from './engine-logger.js';
 import type { JobRunner } from './job-runner.js';
 import type { HeldLease, LeaseHolder } from './lease-keeper.js';
 import type { OutcomeRecorder } from './outcome-recorder.js';
+import { ThroughputMeter } from './throughput-meter.js';
 import { WakeSignal } from './wake-signal.js';
 
 export interface WorkerSettings {
@@ -17,13 +18,25 @@ export interface WorkerSettings {
   leaseMs: number;
   /** Transactional jobs in flight at once, at most (each holds a pooled connection). */
   transactionalCapacity?: number;
+  /**
+   * Claimed jobs held locally beyond the running ones, at most (0: claim only for free slots).
+   * The buffer actually kept is about 100 ms of work at the recent rate, up to this.
+   */
+  prefetch?: number;
 }
 
-interface RunningJob {
+/** A started job, from its start until its outcome is recorded. */
+interface ActiveJob {
   job: ClaimedJob;
   lease: HeldLease;
   control: AttemptControl;
   done: Promise<void>;
+}
+
+/** A claimed job waiting in the local buffer for a free slot. */
+interface BufferedJob {
+  job: ClaimedJob;
+  lease: HeldLease;
 }
 
 type WorkerState = 'idle' | 'running' | 'draining' | 'stopped';
@@ -32,19 +45,33 @@ type WorkerState = 'idle' | 'running' | 'draining' | 'stopped';
 const CLAIM_ERROR_BACKOFF_MS = 1_000;
 
 /**
- * The claim loop of one process: claims what free capacity allows, runs each job, records its
- * outcome, and sleeps until a notification, a freed slot or the poll interval. It never runs more
- * than `concurrency` jobs, nor more than a type's own limit.
+ * The claim loop of one process. It claims what free capacity (and the prefetch buffer) allows,
+ * starts jobs as slots free up, records each outcome, and sleeps until a notification, a freed
+ * slot or the poll interval. It never runs more than `concurrency` jobs, nor more than a type's
+ * own limit. A slot is freed when the handler finishes; the outcome is then written (batched)
+ * while the lease is still held, and a drain waits for those writes too.
  */
 export class Worker implements LeaseHolder {
   private state: WorkerState = 'idle';
-  private readonly running = new Map<string, RunningJob>();
+  /** Started and not yet recorded, by job id. */
+  private readonly active = new Map<string, ActiveJob>();
+  private readonly buffer: BufferedJob[] = [];
+  private readonly bufferedByType = new Map<string, number>();
+  private running = 0;
   private readonly runningByType = new Map<string, number>();
   private runningTransactional = 0;
   private readonly wake = new WakeSignal();
+  private readonly throughput = new ThroughputMeter();
   private readonly planner: ClaimPlanner;
+  private readonly prefetch: number;
+  private readonly transactionalCapacity: number;
   private loop: Promise<void> | null = null;
   private lastProgressAt = Date.now();
+  private lastClaimAt = 0;
+  /** The last claim found less than it asked for: wait for a notification or the poll. */
+  private queueLooksEmpty = false;
+  /** Counts notifications, so one that arrives during a claim is not lost. */
+  private nudges = 0;
   /** Set while the loop waits for the database: slow or away is not stuck (liveness). */
   private waitingOnDatabase = false;
 
@@ -56,6 +83,8 @@ export class Worker implements LeaseHolder {
     private readonly recorder: OutcomeRecorder,
     private readonly logger: EngineLogger,
   ) {
+    this.prefetch = settings.prefetch ?? 0;
+    this.transactionalCapacity = settings.transactionalCapacity ?? Infinity;
     this.planner = new ClaimPlanner(
       settings.concurrency,
       registry.all().map((h) => ({
@@ -68,12 +97,14 @@ export class Worker implements LeaseHolder {
       })),
       settings.workerId,
       settings.leaseMs,
-      settings.transactionalCapacity,
+      this.transactionalCapacity,
+      this.prefetch,
     );
   }
 
+  /** Jobs started and not yet recorded. */
   get inFlight(): number {
-    return this.running.size;
+    return this.active.size;
   }
 
   get isDraining(): boolean {
@@ -98,12 +129,14 @@ export class Worker implements LeaseHolder {
     this.loop = this.claimLoop();
   }
 
-  /** A notification or a state change: there may be work. */
+  /** A notification: there may be new work. */
   nudge(): void {
+    this.nudges++;
+    this.queueLooksEmpty = false;
     this.wake.notify();
   }
 
-  /** Stops claiming at once (shutdown has begun); in-flight jobs keep running. */
+  /** Stops claiming and starting at once (shutdown has begun); started jobs keep running. */
   stopClaiming(): void {
     if (this.state !== 'running') return;
     this.state = 'draining';
@@ -111,32 +144,40 @@ export class Worker implements LeaseHolder {
   }
 
   /**
-   * Stops claiming and gives in-flight jobs `timeoutMs` to finish; the rest are interrupted and
-   * released back to pending. Resolves when every job has been recorded or released.
+   * Stops claiming, hands buffered jobs back, and gives started jobs `timeoutMs` to finish; the
+   * rest are interrupted and released back to pending. Resolves when every job has been recorded
+   * or released.
    */
   async drain(timeoutMs: number): Promise<{ finished: number; released: number }> {
     if (this.state === 'idle') this.state = 'stopped';
     if (this.state === 'stopped') return { finished: 0, released: 0 };
     this.stopClaiming();
-    this.wake.notify();
     await this.loop;
-    const atStart = this.running.size;
-    const allDone = () => Promise.all([...this.running.values()].map((r) => r.done)).then(() => undefined);
+    const unstarted = await this.releaseBuffer();
+    const atStart = this.active.size;
+    const allDone = () => Promise.all([...this.active.values()].map((r) => r.done)).then(() => undefined);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([allDone(), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
     clearTimeout(timer);
-    const leftover = [...this.running.values()];
+    const leftover = [...this.active.values()].filter((entry) => !entry.control.interruption);
     for (const entry of leftover) {
       entry.control.interrupt('drain', new Error(`shutdown: drain timed out after ${timeoutMs} ms; the job is released`));
     }
     await allDone();
     this.state = 'stopped';
-    return { finished: atStart - leftover.length, released: leftover.length };
+    return { finished: atStart - leftover.length, released: leftover.length + unstarted };
   }
 
-  /** Interrupts a running job (cancel notification, lost lease). */
+  /** Interrupts a job (cancel notification, lost lease); a buffered one is simply dropped. */
   interrupt(jobId: string, reason: 'lease-lost' | 'cancelled'): void {
-    const entry = this.running.get(jobId);
+    const index = this.buffer.findIndex((b) => b.job.id === jobId);
+    if (index >= 0) {
+      const [dropped] = this.buffer.splice(index, 1);
+      this.countBuffered(dropped.job.type, -1);
+      if (reason === 'lease-lost') this.logger.warn(`Job ${jobId} (${dropped.job.type}) lost its lease before it started; dropped.`);
+      return;
+    }
+    const entry = this.active.get(jobId);
     if (!entry) return;
     const why =
       reason === 'cancelled' ? new Error('job was cancelled') : new Error('lease lost: another worker may own this job now');
@@ -144,7 +185,8 @@ export class Worker implements LeaseHolder {
   }
 
   heldLeases(): HeldLease[] {
-    return [...this.running.values()].filter((r) => !r.control.interruption).map((r) => r.lease);
+    const started = [...this.active.values()].filter((r) => !r.control.interruption).map((r) => r.lease);
+    return [...started, ...this.buffer.map((b) => b.lease)];
   }
 
   leaseGone(jobId: string, status: JobStatus | null): void {
@@ -154,9 +196,10 @@ export class Worker implements LeaseHolder {
   private async claimLoop(): Promise<void> {
     while (this.state === 'running') {
       this.lastProgressAt = Date.now();
-      const request = this.planner.plan(this.running.size, this.runningByType, this.runningTransactional);
+      const request = this.wantsToClaim() ? this.planner.plan(this.load()) : null;
       if (request) {
         let claimed: ClaimedJob[];
+        const nudgesBefore = this.nudges;
         try {
           this.waitingOnDatabase = true;
           claimed = await this.store.claim(request);
@@ -167,42 +210,116 @@ export class Worker implements LeaseHolder {
         } finally {
           this.waitingOnDatabase = false;
         }
-        for (const job of claimed) this.launch(job);
+        this.lastClaimAt = Date.now();
+        for (const job of claimed) {
+          this.buffer.push({ job, lease: { id: job.id, leaseToken: job.leaseToken, renewedAt: Date.now() } });
+          this.countBuffered(job.type, 1);
+        }
+        this.pump();
+        const asked = Math.min(request.limit, request.perType.reduce((sum, t) => sum + t.limit, 0));
+        this.queueLooksEmpty = claimed.length < asked && this.nudges === nudgesBefore;
         // A full batch suggests more is waiting: go round again at once.
-        if (claimed.length > 0 && claimed.length === request.limit) continue;
+        if (!this.queueLooksEmpty) continue;
       }
       if (this.state !== 'running') break;
       await this.wake.wait(this.settings.pollIntervalMs);
     }
   }
 
-  private launch(job: ClaimedJob): void {
-    const handler = this.registry.get(job.type) as RegisteredHandler;
-    const control = new AttemptControl();
-    const entry: RunningJob = {
-      job,
-      control,
-      lease: { id: job.id, leaseToken: job.leaseToken, renewedAt: Date.now() },
-      done: Promise.resolve(),
+  /** Claim when slots (or the buffer's lower half) are free, unless the queue looked empty recently. */
+  private wantsToClaim(): boolean {
+    if (this.queueLooksEmpty && Date.now() - this.lastClaimAt < this.settings.pollIntervalMs) return false;
+    if (this.running < this.settings.concurrency && this.buffer.length === 0) return true;
+    return this.buffer.length <= this.currentPrefetch() / 2;
+  }
+
+  /** About 100 ms of work at the recent rate, within the configured prefetch. */
+  private currentPrefetch(): number {
+    return Math.min(this.prefetch, Math.ceil(this.throughput.perSecond() / 10));
+  }
+
+  private load() {
+    return {
+      running: this.running,
+      runningByType: this.runningByType,
+      runningTransactional: this.runningTransactional,
+      buffered: this.buffer.length,
+      bufferedByType: this.bufferedByType,
+      prefetch: this.currentPrefetch(),
     };
-    this.running.set(job.id, entry);
-    this.runningByType.set(job.type, (this.runningByType.get(job.type) ?? 0) + 1);
-    if (handler.transactional) this.runningTransactional++;
-    entry.done = this.execute(job, handler, control).finally(() => {
-      this.running.delete(job.id);
-      this.runningByType.set(job.type, (this.runningByType.get(job.type) ?? 1) - 1);
-      if (handler.transactional) this.runningTransactional--;
-      this.wake.notify();
-    });
+  }
+
+  /** Starts buffered jobs, in claim order, while slots (and their type's limits) allow. */
+  private pump(): void {
+    if (this.state !== 'running') return;
+    for (let i = 0; i < this.buffer.length && this.running < this.settings.concurrency; ) {
+      const { job } = this.buffer[i];
+      const handler = this.registry.get(job.type) as RegisteredHandler;
+      const typeFull = (this.runningByType.get(job.type) ?? 0) >= handler.concurrency;
+      const noConnection = handler.transactional && this.runningTransactional >= this.transactionalCapacity;
+      if (typeFull || noConnection) {
+        i++;
+        continue;
+      }
+      const [next] = this.buffer.splice(i, 1);
+      this.countBuffered(job.type, -1);
+      this.launch(next, handler);
+    }
+  }
+
+  private launch({ job, lease }: BufferedJob, handler: RegisteredHandler): void {
+    const control = new AttemptControl();
+    const entry: ActiveJob = { job, lease, control, done: Promise.resolve() };
+    this.active.set(job.id, entry);
+    this.holdSlot(handler, 1);
+    entry.done = this.execute(job, handler, control).finally(() => this.active.delete(job.id));
   }
 
   private async execute(job: ClaimedJob, handler: RegisteredHandler, control: AttemptControl): Promise<void> {
+    let slotHeld = true;
+    const freeSlot = () => {
+      if (!slotHeld) return;
+      slotHeld = false;
+      this.holdSlot(handler, -1);
+      this.pump();
+      this.wake.notify();
+    };
     try {
       const outcome = await this.runner.run(job, handler, control);
+      // The handler is done: its slot can take the next job while the outcome is written.
+      this.throughput.record();
+      freeSlot();
       await this.recorder.record(job, handler, outcome);
     } catch (error) {
       // Defensive: runner and recorder do not throw; if they ever do, the lease expiry recovers the job.
       this.logger.error(`Internal error while running job ${job.id} (${job.type}): ${(error as Error)?.stack ?? error}`);
+    } finally {
+      freeSlot();
+    }
+  }
+
+  private holdSlot(handler: RegisteredHandler, delta: 1 | -1): void {
+    this.running += delta;
+    this.runningByType.set(handler.type, (this.runningByType.get(handler.type) ?? 0) + delta);
+    if (handler.transactional) this.runningTransactional += delta;
+  }
+
+  private countBuffered(type: string, delta: 1 | -1): void {
+    this.bufferedByType.set(type, (this.bufferedByType.get(type) ?? 0) + delta);
+  }
+
+  /** Buffered jobs never started: back to pending, their claim's attempt undone. */
+  private async releaseBuffer(): Promise<number> {
+    const unstarted = this.buffer.splice(0);
+    this.bufferedByType.clear();
+    if (unstarted.length === 0) return 0;
+    try {
+      return (await this.store.release(unstarted.map((b) => b.lease))).length;
+    } catch (error) {
+      this.logger.error(
+        `Could not hand back ${unstarted.length} unstarted job(s): ${(error as Error)?.message}. Their leases will expire and they will be retried.`,
+      );
+      return 0;
     }
   }
 }

@@ -26,6 +26,14 @@ export interface JobQueueOptions {
   workerId?: string;
   /** Jobs in flight at once in this process, all types together. @default 10 */
   concurrency?: number;
+  /**
+   * Claimed jobs a worker keeps ready beyond its running ones, so a fast stream needs few claim
+   * round trips. They hold leases; a drain hands them back untouched. Off (0) in a worker that
+   * handles a type with a rate limit, global concurrency or circuit breaker, whose starts must
+   * follow the claim at once. The buffer adapts to about 100 ms of work at the recent rate, so
+   * slow jobs are not hoarded; this is its ceiling. @default min(20 × concurrency, 500)
+   */
+  prefetch?: number;
   /** Longest idle wait between claims; notifications wake workers sooner. @default 1000 */
   pollIntervalMs?: number;
   /** Lease length; renewed while the handler runs. @default 30000 */
@@ -68,6 +76,7 @@ export interface ResolvedJobQueueOptions {
   readonly runWorker: boolean;
   readonly workerId: string;
   readonly concurrency: number;
+  readonly prefetch: number;
   readonly pollIntervalMs: number;
   readonly leaseMs: number;
   readonly drainTimeoutMs: number;

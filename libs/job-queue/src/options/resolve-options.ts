@@ -34,6 +34,7 @@ export function resolveJobQueueOptions(options: JobQueueOptions): ResolvedJobQue
   if (maxDelayMs < baseDelayMs) {
     throw new JobQueueConfigError(`retry.maxDelayMs (${maxDelayMs}) must not be below retry.baseDelayMs (${baseDelayMs}).`);
   }
+  const concurrency = positiveInteger('concurrency', options.concurrency ?? defaults.DEFAULT_CONCURRENCY);
   const leaseMs = positiveInteger('leaseMs', options.leaseMs ?? defaults.DEFAULT_LEASE_MS, 100);
   const maxQueueDepth =
     options.maxQueueDepth === undefined || options.maxQueueDepth === null
@@ -46,7 +47,12 @@ export function resolveJobQueueOptions(options: JobQueueOptions): ResolvedJobQue
     autoMigrate: boolOption('autoMigrate', options.autoMigrate, true),
     runWorker: boolOption('runWorker', options.runWorker, true),
     workerId,
-    concurrency: positiveInteger('concurrency', options.concurrency ?? defaults.DEFAULT_CONCURRENCY),
+    concurrency,
+    prefetch: positiveInteger(
+      'prefetch',
+      options.prefetch ?? Math.min(concurrency * defaults.DEFAULT_PREFETCH_PER_SLOT, defaults.DEFAULT_PREFETCH_CAP),
+      0,
+    ),
     pollIntervalMs: positiveInteger('pollIntervalMs', options.pollIntervalMs ?? defaults.DEFAULT_POLL_INTERVAL_MS, 10),
     leaseMs,
     drainTimeoutMs: positiveInteger('drainTimeoutMs', options.drainTimeoutMs ?? defaults.DEFAULT_DRAIN_TIMEOUT_MS, 0),

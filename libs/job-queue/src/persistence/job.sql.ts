@@ -102,7 +102,7 @@ export function jobSql(schema: string) {
             lease_token = gen_random_uuid(), lease_expires_at = now() + $5 * interval '1 millisecond',
             retry_after = NULL
         FROM picked WHERE j.id = picked.id
-        RETURNING j.id, j.type, j.payload, j.attempts, j.max_attempts, j.idempotency_key, j.priority, j.lease_token
+        RETURNING j.id, j.type, j.payload, j.attempts, j.max_attempts, j.idempotency_key, j.priority, j.run_at, j.lease_token
       ), started AS (
         INSERT INTO ${starts} (type, started_at)
         SELECT claimed.type, clock_timestamp() FROM claimed JOIN wanted w ON w.type = claimed.type
@@ -110,7 +110,7 @@ export function jobSql(schema: string) {
       )
       SELECT id::text AS id, type, payload, attempts, max_attempts, idempotency_key, priority,
              lease_token::text AS lease_token
-      FROM claimed`,
+      FROM claimed ORDER BY priority DESC, run_at, id`,
 
     /**
      * Taken in the claim's transaction before it, for types with a rate limit or global

@@ -114,8 +114,7 @@ export class PostgresJobStore implements JobStore {
         idempotencyKey: row.idempotency_key,
         priority: row.priority,
         leaseToken: row.lease_token,
-      }))
-      .sort((a, b) => b.priority - a.priority || compareIds(a.id, b.id));
+      }));
   }
 
   /** Claims holding the limited types' row locks, so their counts cannot be raced. */
@@ -355,6 +354,3 @@ function keyOf(type: string, key: string): string {
   return `${type}\u0000${key}`;
 }
 
-function compareIds(a: string, b: string): number {
-  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
-}

@@ -83,6 +83,7 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
         pollIntervalMs: options.pollIntervalMs,
         leaseMs: options.leaseMs,
         transactionalCapacity: this.transactionalCapacity(),
+        prefetch: this.registry.all().some((h) => h.rateLimit || h.globalConcurrency || h.circuitBreaker) ? 0 : options.prefetch,
       },
       store,
       this.registry,
