@@ -1,0 +1,13 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+/** bench/results under the working directory: the repository root when run by `npm run bench` (git-ignored). */
+const RESULTS_DIR = path.resolve(process.cwd(), 'bench/results');
+
+/** Writes bench/results/<timestamp>.json and returns its path. */
+export function writeResults(startedAt: Date, content: unknown): string {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const file = path.join(RESULTS_DIR, `${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, `${JSON.stringify(content, null, 2)}\n`);
+  return file;
+}

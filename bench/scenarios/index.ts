@@ -1,0 +1,22 @@
+import type { ScenarioName } from '../cli-options.js';
+import { bulkEnqueueScenario } from './bulk-enqueue.scenario.js';
+import { claimLatencyScenario } from './claim-latency.scenario.js';
+import { drainScenario } from './drain.scenario.js';
+import { pickupLatencyScenario } from './pickup-latency.scenario.js';
+import type { Scenario } from './scenario.js';
+import { singleEnqueueScenario } from './single-enqueue.scenario.js';
+import { workerRssScenario } from './worker-rss.scenario.js';
+
+/** In run order. */
+export const SCENARIOS: readonly Scenario[] = [
+  bulkEnqueueScenario,
+  singleEnqueueScenario,
+  drainScenario,
+  pickupLatencyScenario,
+  claimLatencyScenario,
+  workerRssScenario,
+];
+
+export function selectScenarios(only: readonly ScenarioName[] | null): Scenario[] {
+  return SCENARIOS.filter((scenario) => !only || only.includes(scenario.name));
+}

@@ -1,0 +1,48 @@
+import type { AdapterName, QueueAdapter } from '../adapters/queue-adapter.js';
+import type { BenchSizes, ScenarioName } from '../cli-options.js';
+import type { ExactlyOnceResult } from '../exactly-once.js';
+import type { RunScope } from '../run-scope.js';
+
+/** One number a scenario measured for one system. */
+export interface Measurement {
+  /** Stable key (row identity in the report and JSON). */
+  key: string;
+  /** Row label in the printed table. */
+  label: string;
+  unit: 'jobs/s' | 'ms' | 'MB' | '×';
+  value: number;
+  /** Which direction is good; ratios to the reference read accordingly. */
+  better: 'higher' | 'lower';
+}
+
+/** Exactly-once check of one run within a scenario (a scenario may have several runs). */
+export interface RunCheck {
+  run: string;
+  result: ExactlyOnceResult;
+}
+
+export interface ScenarioResult {
+  scenario: ScenarioName;
+  adapter: AdapterName;
+  measurements: Measurement[];
+  checks: RunCheck[];
+  /** Extra facts for the JSON file (timings of setup steps, raw samples' sizes …). */
+  details: Record<string, unknown>;
+  /** Set when the scenario could not finish for this system. */
+  error?: string;
+  seconds: number;
+}
+
+export interface ScenarioContext {
+  adminUrl: string;
+  sizes: BenchSizes;
+  scope: RunScope;
+  log(line: string): void;
+}
+
+export interface Scenario {
+  name: ScenarioName;
+  /** One line for the report header. */
+  describe(sizes: BenchSizes): string;
+  run(adapter: QueueAdapter, context: ScenarioContext): Promise<Omit<ScenarioResult, 'scenario' | 'adapter' | 'seconds'>>;
+}

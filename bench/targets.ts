@@ -1,0 +1,78 @@
+import type { AdapterName } from './adapters/queue-adapter.js';
+import type { BenchSizes } from './cli-options.js';
+import type { ScenarioResult } from './scenarios/scenario.js';
+
+export interface TargetResult {
+  target: string;
+  status: 'pass' | 'fail' | 'n/a';
+  detail: string;
+}
+
+const SUBJECT: AdapterName = 'auto-job-queue';
+
+/** The issue's targets for auto-job-queue, checked against this run's numbers. */
+export function evaluateTargets(results: readonly ScenarioResult[], sizes: BenchSizes, compared: boolean): TargetResult[] {
+  const value = (adapter: AdapterName, key: string) =>
+    results.filter((r) => r.adapter === adapter && !r.error).flatMap((r) => r.measurements).find((m) => m.key === key)?.value;
+  const ran = (scenario: string) => results.some((r) => r.scenario === scenario && r.adapter === SUBJECT);
+  const targets: TargetResult[] = [];
+
+  const ratioTarget = (label: string, key: string, peer: AdapterName, min: number) => {
+    const ours = value(SUBJECT, key);
+    const theirs = value(peer, key);
+    if (!compared) return targets.push({ target: label, status: 'n/a', detail: 'needs --compare' });
+    if (ours === undefined || theirs === undefined) return targets.push({ target: label, status: 'n/a', detail: 'not measured' });
+    const ratio = ours / theirs;
+    targets.push({
+      target: label,
+      status: ratio >= min ? 'pass' : 'fail',
+      detail: `${ratio.toFixed(2)}× (${fmt(ours)} vs ${fmt(theirs)} jobs/s)`,
+    });
+  };
+  const limitTarget = (label: string, key: string, max: number, unit: string, strict = false) => {
+    const ours = value(SUBJECT, key);
+    if (ours === undefined) return targets.push({ target: label, status: 'n/a', detail: 'not measured' });
+    const ok = strict ? ours < max : ours <= max;
+    targets.push({ target: label, status: ok ? 'pass' : 'fail', detail: `${ours.toFixed(2)} ${unit}` });
+  };
+
+  if (ran('drain')) {
+    for (const processes of sizes.drainProcesses) {
+      for (const concurrency of sizes.drainConcurrency) {
+        const key = `drain.c${concurrency}.p${processes}`;
+        const run = `c=${concurrency} ×${processes} proc`;
+        ratioTarget(`drain ${run} ≥ 1.2× graphile-worker`, key, 'graphile-worker', 1.2);
+        ratioTarget(`drain ${run} ≥ 0.8× reference`, key, 'reference', 0.8);
+      }
+    }
+  }
+  if (ran('pickup-latency')) {
+    limitTarget(`pickup p50 ≤ 2 ms at ${sizes.pickupRatePerSecond}/s`, 'pickup.p50', 2, 'ms');
+    limitTarget(`pickup p99 ≤ 10 ms at ${sizes.pickupRatePerSecond}/s`, 'pickup.p99', 10, 'ms');
+  }
+  if (ran('bulk-enqueue')) ratioTarget('bulk enqueue ≥ 0.8× reference', 'bulk.rate', 'reference', 0.8);
+  if (ran('single-enqueue')) ratioTarget('single enqueue ≥ 0.9× reference', 'single.rate', 'reference', 0.9);
+  if (ran('claim-latency')) {
+    const levels = sizes.claimRetained;
+    limitTarget(`claim p50 with ${levels.at(-1)!.toLocaleString('en-US')} retained ≤ 1.2× with ${levels[0]}`, 'claim.ratio', 1.2, '×');
+  }
+  if (ran('worker-rss')) {
+    limitTarget(`worker RSS growth over ${sizes.rssJobs.toLocaleString('en-US')} jobs < 30 MB`, 'rss.growth', 30, 'MB', true);
+  }
+
+  const ours = results.filter((r) => r.adapter === SUBJECT);
+  if (ours.length > 0) {
+    const failed = ours.flatMap((r) => (r.error ? [`${r.scenario}: error`] : r.checks.filter((c) => !c.result.ok).map((c) => c.run)));
+    const runs = ours.reduce((n, r) => n + r.checks.length, 0);
+    targets.push({
+      target: 'exactly once in every scenario',
+      status: failed.length === 0 ? 'pass' : 'fail',
+      detail: failed.length === 0 ? `${runs} runs checked` : `failed: ${failed.join(', ')}`,
+    });
+  }
+  return targets;
+}
+
+function fmt(n: number): string {
+  return Math.round(n).toLocaleString('en-US');
+}

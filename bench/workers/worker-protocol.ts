@@ -1,0 +1,34 @@
+import type { AdapterName } from '../adapters/queue-adapter.js';
+import type { PickupTrace } from './sql-trace.js';
+
+/** How the harness configures a worker process (JSON in the BENCH_WORKER environment variable). */
+export interface WorkerProcessConfig {
+  adapter: AdapterName;
+  url: string;
+  concurrency: number;
+  /** Jobs carry seq 0 … expectedJobs-1; each run is counted per seq. */
+  expectedJobs: number;
+  /** Send a `started` message as each job starts (latency scenarios). */
+  reportStarts: boolean;
+}
+
+export interface MemoryReading {
+  /** Bytes, read right after a full garbage collection. */
+  rss: number;
+  heapUsed: number;
+}
+
+/** Harness → worker process. */
+export type ToWorker = { kind: 'memory' } | { kind: 'stop' };
+
+/** Worker process → harness. */
+export type FromWorker =
+  | ({ kind: 'ready' } & MemoryReading)
+  | ({ kind: 'memory' } & MemoryReading)
+  /** `at` is process.hrtime.bigint() as a string: CLOCK_MONOTONIC, comparable across processes. */
+  | { kind: 'started'; seq: number; at: string; trace?: PickupTrace }
+  /** After a graceful stop. `counts`: base64 of one byte per seq, the number of runs (saturating at 255). */
+  | { kind: 'stopped'; counts: string; outOfRange: number }
+  | { kind: 'failed'; error: string };
+
+export const WORKER_CONFIG_ENV = 'BENCH_WORKER';
