@@ -13,16 +13,22 @@ import { waitFor } from './support/wait-for.js';
  * database is away, degrades on dead letters, and liveness stays up through all of it.
  */
 
-async function request(port: number, method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; body: any }> {
+async function request(
+  port: number,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: any; retryAfter: string | null }> {
   const response = await fetch(`http://127.0.0.1:${port}${path}`, {
     method,
     ...(body !== undefined ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}),
   });
   const text = await response.text();
+  const retryAfter = response.headers.get('retry-after');
   try {
-    return { status: response.status, body: JSON.parse(text) };
+    return { status: response.status, body: JSON.parse(text), retryAfter };
   } catch {
-    return { status: response.status, body: text };
+    return { status: response.status, body: text, retryAfter };
   }
 }
 
@@ -137,13 +143,16 @@ describe('health probes and backpressure', () => {
     const api = await child({ schema: 'hq_sat', runWorker: false, maxQueueDepth: 50, depthRefreshMs: 200, httpPort: 0 });
     expect((await get(api.port, '/health/ready')).status).toBe(200);
 
-    const answers: Array<{ status: number; body: any }> = [];
+    const answers: Array<{ status: number; body: any; retryAfter: string | null }> = [];
     for (let n = 0; n < 80; n++) {
       answers.push(await request(api.port, 'POST', '/jobs', { type: 'fixture.work', payload: { ms: 1, n } }));
     }
     expect(answers.slice(0, 50).map((a) => a.status)).toEqual(Array(50).fill(201));
     expect(answers.slice(50).map((a) => a.status)).toEqual(Array(30).fill(503));
     for (const refused of answers.slice(50)) {
+      // Answered by the shipped JobQueueErrorFilter.
+      expect(refused.retryAfter).toBe('5');
+      expect(refused.body).toMatchObject({ statusCode: 503, code: 'JOB_QUEUE_SATURATED' });
       expect(refused.body.limit).toBe(50);
       expect(refused.body.depth).toBeGreaterThanOrEqual(50);
     }

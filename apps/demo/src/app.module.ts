@@ -1,13 +1,13 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { TerminusModule } from '@nestjs/terminus';
-import { JobQueueModule } from '../../../src/index.js';
+import { JobQueueErrorFilter, JobQueueModule } from '../../../src/index.js';
 import type { LocalPostgres } from '../../../tools/local-postgres.js';
 import { DEMO_DATABASE, DemoDatabaseModule } from './demo-database.module.js';
 import type { DemoConfig } from './demo-config.js';
 import { HealthController } from './health.controller.js';
 import { JobsController } from './jobs.controller.js';
-import { QueueErrorFilter } from './queue-error.filter.js';
+
 import { QueueEventsLogger } from './queue-events.logger.js';
 import { SignupsController } from './signups.controller.js';
 import { WelcomeMailer } from './welcome-mailer.js';
@@ -31,7 +31,7 @@ export class AppModule {
         }),
       ],
       controllers: [SignupsController, JobsController, HealthController],
-      providers: [WelcomeMailer, QueueEventsLogger, { provide: APP_FILTER, useClass: QueueErrorFilter }],
+      providers: [WelcomeMailer, QueueEventsLogger, { provide: APP_FILTER, useClass: JobQueueErrorFilter }],
     };
   }
 }

@@ -24,7 +24,7 @@ export class JobsController {
     return this.admin.listDead({ type, limit: limit === undefined ? undefined : Number(limit) });
   }
 
-  /** Unknown id → 404, a job that is not dead → 409 (QueueErrorFilter). */
+  /** Unknown id → 404, a job that is not dead → 409 (JobQueueErrorFilter). */
   @Post('dead/:id/retry')
   @HttpCode(HttpStatus.OK)
   retry(@Param('id') id: string): Promise<JobRecord> {

@@ -15,7 +15,7 @@ export class SignupsController {
       throw new BadRequestException('Send a JSON body like {"email": "ada@example.com"}: email must be an e-mail address.');
     }
     const { email } = parsed.data;
-    // InvalidJobError and QueueSaturatedError are answered by QueueErrorFilter (400, 503).
+    // InvalidJobError and QueueSaturatedError are answered by JobQueueErrorFilter (400, 503).
     const { id, deduplicated } = await this.jobs.enqueue(WELCOME_EMAIL, { email }, { idempotencyKey: email });
     return { jobId: id, deduplicated };
   }

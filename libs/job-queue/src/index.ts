@@ -18,3 +18,4 @@ export { JobEntity } from './persistence/job.entity.js';
 export { JOB_QUEUE_ENTITIES } from './persistence/entities.js';
 export { JOB_QUEUE_MIGRATIONS, createJobQueueMigrations } from './migrations/index.js';
 export * from './errors/index.js';
+export { JobQueueErrorFilter } from './http/job-queue-error.filter.js';

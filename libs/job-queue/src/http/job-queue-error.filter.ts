@@ -6,17 +6,19 @@ import {
   type JobQueueError,
   JobStateError,
   QueueSaturatedError,
-} from '../../../src/index.js';
+} from '../errors/index.js';
 
 /** Seconds a client should wait before retrying an enqueue the queue refused. */
 const RETRY_AFTER_SECONDS = 5;
 
 /**
- * Turns the queue's errors into HTTP answers: backpressure becomes 503 with Retry-After, bad
- * input 400, an unknown job 404, and an action the job's status does not allow 409.
+ * Turns the queue's errors into HTTP answers on any Nest HTTP platform: backpressure becomes 503
+ * with Retry-After (so clients and load balancers back off), bad input 400, an unknown job 404,
+ * and an action the job's status does not allow 409. Register it globally
+ * (`{ provide: APP_FILTER, useClass: JobQueueErrorFilter }`) or with `@UseFilters`.
  */
 @Catch(QueueSaturatedError, InvalidJobError, JobNotFoundError, JobStateError)
-export class QueueErrorFilter implements ExceptionFilter {
+export class JobQueueErrorFilter implements ExceptionFilter {
   constructor(private readonly adapterHost: HttpAdapterHost) {}
 
   catch(error: JobQueueError, host: ArgumentsHost): void {
