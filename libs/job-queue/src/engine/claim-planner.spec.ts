@@ -127,13 +127,14 @@ describe('ClaimPlanner flow limits', () => {
     );
     const plan = planner.plan(load(0, new Map()));
     const byType = Object.fromEntries(plan!.perType.map((t) => [t.type, t]));
-    expect(byType['partner.call']).toMatchObject({ rateMax: 20, rateWindowMs: 1100, globalMax: 2 });
+    expect(byType['partner.call']).toMatchObject({ rateMax: 20, rateWindowMs: 1250, globalMax: 2 });
     expect(byType.plain).toMatchObject({ rateMax: null, rateWindowMs: null, globalMax: null });
   });
 
-  it('widens short rate windows by a tenth and long ones by at most 100 ms', () => {
-    expect(rateWindowMs(100)).toBe(110);
-    expect(rateWindowMs(60_000)).toBe(60_100);
+  it('widens rate windows by a quarter, and by at most a second', () => {
+    expect(rateWindowMs(100)).toBe(125);
+    expect(rateWindowMs(1_000)).toBe(1_250);
+    expect(rateWindowMs(60_000)).toBe(61_000);
   });
 });
 

@@ -8,6 +8,7 @@ export interface TypeCapacity {
   transactional?: boolean;
   rateLimit?: { max: number; perMs: number } | null;
   globalConcurrency?: number | null;
+  circuitBreaker?: boolean;
 }
 
 /** What the worker holds right now. */
@@ -23,11 +24,12 @@ export interface WorkerLoad {
 }
 
 /**
- * Rate windows are checked a little wider than configured, so handler starts (a few ms after
- * their claim, in another process) never crowd more than `max` into any `perMs` window.
+ * Rate windows are checked a quarter wider than configured (at most a second more): a handler
+ * starts a little after its claim, later still on a loaded machine, and those delays must not
+ * crowd more than `max` starts into any `perMs` window. The price is up to a fifth of the rate.
  */
 export function rateWindowMs(perMs: number): number {
-  return perMs + Math.min(100, Math.ceil(perMs / 10));
+  return perMs + Math.min(1_000, Math.ceil(perMs / 4));
 }
 
 /**
@@ -38,6 +40,7 @@ export function rateWindowMs(perMs: number): number {
  */
 export class ClaimPlanner {
   private rotation = 0;
+  private readonly flowControl: boolean;
 
   constructor(
     private readonly concurrency: number,
@@ -48,7 +51,9 @@ export class ClaimPlanner {
     private readonly transactionalCapacity: number = Infinity,
     /** Claimed jobs this worker may hold beyond its running ones, at most. */
     private readonly maxPrefetch = 0,
-  ) {}
+  ) {
+    this.flowControl = types.some((t) => t.rateLimit || t.globalConcurrency || t.circuitBreaker);
+  }
 
   plan(load: WorkerLoad): ClaimRequest | null {
     const prefetch = Math.min(load.prefetch ?? this.maxPrefetch, this.maxPrefetch);
@@ -81,6 +86,6 @@ export class ClaimPlanner {
       }
     }
     if (perType.length === 0) return null;
-    return { workerId: this.workerId, leaseMs: this.leaseMs, limit: free, perType };
+    return { workerId: this.workerId, leaseMs: this.leaseMs, limit: free, perType, flowControl: this.flowControl };
   }
 }

@@ -94,6 +94,7 @@ export class Worker implements LeaseHolder {
         transactional: h.transactional,
         rateLimit: h.rateLimit,
         globalConcurrency: h.globalConcurrency,
+        circuitBreaker: h.circuitBreaker !== null,
       })),
       settings.workerId,
       settings.leaseMs,

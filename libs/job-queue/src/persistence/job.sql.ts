@@ -48,6 +48,44 @@ export function jobSql(schema: string) {
         ON j.type = k.type AND j.idempotency_key = k.key`,
 
     /**
+     * The claim for workers without flow control (no circuit breaker, rate limit or global
+     * concurrency): each type's free capacity, in priority order; a job with an ordering key only
+     * while it is the oldest unfinished job of its key. FOR UPDATE SKIP LOCKED means two workers
+     * never lock the same row, and the status is rechecked on the locked row version, so a job is
+     * claimed once; the MATERIALIZED CTE fences the LIMIT from the planner. Lean on purpose: it is
+     * planned on every call, and this is the hot path.
+     */
+    claimPlain: `
+      WITH wanted AS (
+        SELECT * FROM unnest($1::text[], $2::int[], $6::int[]) AS w(type, n, max_attempts)
+      ), picked AS MATERIALIZED (
+        SELECT c.id, w.max_attempts FROM wanted w
+        CROSS JOIN LATERAL (
+          SELECT j.id, j.priority, j.run_at FROM ${jobs} j
+          WHERE j.type = w.type AND j.status IN ('pending', 'failed') AND j.run_at <= now()
+            AND (j.ordering_key IS NULL OR NOT EXISTS (
+                  SELECT 1 FROM ${jobs} e
+                  WHERE e.ordering_key = j.ordering_key AND e.id < j.id AND e.status IN ('pending', 'processing', 'failed')))
+          ORDER BY j.priority DESC, j.run_at, j.id
+          LIMIT w.n
+          FOR UPDATE SKIP LOCKED
+        ) c
+        ORDER BY c.priority DESC, c.run_at, c.id
+        LIMIT $3
+      ), claimed AS (
+        UPDATE ${jobs} j
+        SET status = 'processing', attempts = j.attempts + 1, claimed_at = now(), worker_id = $4,
+            max_attempts = CASE WHEN j.max_attempts_from_job THEN j.max_attempts ELSE picked.max_attempts END,
+            lease_token = gen_random_uuid(), lease_expires_at = now() + $5 * interval '1 millisecond',
+            retry_after = NULL
+        FROM picked WHERE j.id = picked.id
+        RETURNING j.id, j.type, j.payload, j.attempts, j.max_attempts, j.idempotency_key, j.priority, j.run_at, j.lease_token
+      )
+      SELECT id::text AS id, type, payload, attempts, max_attempts, idempotency_key, priority,
+             lease_token::text AS lease_token
+      FROM claimed ORDER BY priority DESC, run_at, id`,
+
+    /**
      * Claims up to each type's allowance in priority order. The allowance is the worker's free
      * capacity for the type, cut by its circuit (closed: all; open: none; cool-down over: one probe,
      * taken by whichever claim flips the circuit to half-open first, under the row lock), its rate

@@ -32,6 +32,8 @@ export interface ClaimRequest {
   /** Upper bound over all types together. */
   limit: number;
   perType: ReadonlyArray<TypeClaim>;
+  /** Some handled type has a circuit breaker, rate limit or global concurrency: the full claim. */
+  flowControl?: boolean;
 }
 
 export interface TypeClaim {

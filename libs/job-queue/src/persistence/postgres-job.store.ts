@@ -103,7 +103,10 @@ export class PostgresJobStore implements JobStore {
       request.perType.map((t) => t.globalMax ?? null),
     ];
     const limited = request.perType.filter((t) => t.rateMax != null || t.globalMax != null).map((t) => t.type);
-    const rows = limited.length === 0 ? (await this.executor.query<Record<string, any>>(this.sql.claim, params, this.named('claim'))).rows : await this.claimLimited(limited, params);
+    let rows: Record<string, any>[];
+    if (limited.length > 0) rows = await this.claimLimited(limited, params);
+    else if (request.flowControl) rows = (await this.executor.query(this.sql.claim, params, this.named('claim'))).rows;
+    else rows = (await this.executor.query(this.sql.claimPlain, params.slice(0, 6), this.named('claimPlain'))).rows;
     return rows
       .map((row) => ({
         id: row.id,
