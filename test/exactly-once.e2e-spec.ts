@@ -125,7 +125,10 @@ class LeaseHandlerB {
 describe('a transactional handler that loses its lease', () => {
   it('commits nothing, while the worker that reclaimed the job completes it exactly once', async () => {
     // A's renewals would come only every 40 s: within this test its lease simply runs out.
-    const a = await boot({ workerId: 'lease-a', leaseMs: 120_000, maintenanceIntervalMs: 100 }, [LeaseHandlerA]);
+    // One slot and no prefetch: A, stuck in its handler, cannot claim the job again once it is reaped.
+    const a = await boot({ workerId: 'lease-a', leaseMs: 120_000, maintenanceIntervalMs: 100, concurrency: 1, prefetch: 0 }, [
+      LeaseHandlerA,
+    ]);
     const eventsA = record(a);
     const { id } = await a.producer.enqueue('eo.lease', { order: 1 });
     await waitFor(() => leaseA.started, { message: "A's handler to insert its row and pause" });

@@ -234,9 +234,12 @@ export class Worker implements LeaseHolder {
     return this.buffer.length <= this.currentPrefetch() / 2;
   }
 
-  /** About 100 ms of work at the recent rate, within the configured prefetch. */
+  /**
+   * About 100 ms of work at the recent rate, and at least one more batch of `concurrency` (so a
+   * backlog is worked in batches from the start), within the configured prefetch.
+   */
   private currentPrefetch(): number {
-    return Math.min(this.prefetch, Math.ceil(this.throughput.perSecond() / 10));
+    return Math.min(this.prefetch, Math.max(this.settings.concurrency, Math.ceil(this.throughput.perSecond() / 10)));
   }
 
   private load() {

@@ -41,6 +41,21 @@ export function jobSql(schema: string) {
       SELECT input.ord::int AS ord, input.id::text AS id, (inserted.id IS NOT NULL) AS inserted
       FROM input LEFT JOIN inserted USING (id) ORDER BY input.ord`,
 
+    /**
+     * Inserts a batch without idempotency keys in one round trip: nothing can conflict, so it is a
+     * plain INSERT. Rows go in in input order and take their ids from the sequence as they do, so
+     * the ids, sorted, map back to the inputs in order.
+     */
+    enqueuePlain: `
+      INSERT INTO ${jobs} (type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key, run_at)
+      SELECT type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key,
+             COALESCE(run_at, now() + delay_ms * interval '1 millisecond')
+      FROM unnest($1::text[], $2::jsonb[], $3::int[], $4::int[], $5::timestamptz[], $6::float8[], $7::bool[], $8::bool[], $9::text[])
+           WITH ORDINALITY AS i(type, payload, priority, max_attempts, run_at, delay_ms, max_attempts_from_job, notify_on_finish,
+                                ordering_key, ord)
+      ORDER BY ord
+      RETURNING id::text AS id`,
+
     /** Read-only lookup of the rows that won an idempotency conflict (committed, so visible). */
     findByIdempotencyKeys: `
       SELECT j.id::text AS id, j.type, j.idempotency_key
@@ -78,7 +93,7 @@ export function jobSql(schema: string) {
             max_attempts = CASE WHEN j.max_attempts_from_job THEN j.max_attempts ELSE picked.max_attempts END,
             lease_token = gen_random_uuid(), lease_expires_at = now() + $5 * interval '1 millisecond',
             retry_after = NULL
-        FROM picked WHERE j.id = picked.id
+        FROM picked WHERE j.id = ANY (ARRAY(SELECT id FROM picked)) AND j.id = picked.id
         RETURNING j.id, j.type, j.payload, j.attempts, j.max_attempts, j.idempotency_key, j.priority, j.run_at, j.lease_token
       )
       SELECT id::text AS id, type, payload, attempts, max_attempts, idempotency_key, priority,
@@ -139,7 +154,7 @@ export function jobSql(schema: string) {
             max_attempts = CASE WHEN j.max_attempts_from_job THEN j.max_attempts ELSE picked.max_attempts END,
             lease_token = gen_random_uuid(), lease_expires_at = now() + $5 * interval '1 millisecond',
             retry_after = NULL
-        FROM picked WHERE j.id = picked.id
+        FROM picked WHERE j.id = ANY (ARRAY(SELECT id FROM picked)) AND j.id = picked.id
         RETURNING j.id, j.type, j.payload, j.attempts, j.max_attempts, j.idempotency_key, j.priority, j.run_at, j.lease_token
       ), started AS (
         INSERT INTO ${starts} (type, started_at)
@@ -235,7 +250,7 @@ export function jobSql(schema: string) {
         UPDATE ${jobs} j
         SET status = 'completed', completed_at = now(), result = input.result,
             lease_token = NULL, lease_expires_at = NULL
-        FROM input WHERE j.id = input.id AND j.lease_token = input.token AND j.status = 'processing'
+        FROM input WHERE j.id = ANY ($1::bigint[]) AND j.id = input.id AND j.lease_token = input.token AND j.status = 'processing'
         RETURNING j.id, j.notify_on_finish
       ), notified AS (
         SELECT pg_notify('auto_job_queue:${schema}', 'finished:' || id) FROM done WHERE notify_on_finish
@@ -271,7 +286,7 @@ export function jobSql(schema: string) {
       SET status = 'pending', attempts = GREATEST(j.attempts - 1, 0), worker_id = NULL, claimed_at = NULL,
           lease_token = NULL, lease_expires_at = NULL, run_at = now()
       FROM unnest($1::bigint[], $2::uuid[]) AS l(id, token)
-      WHERE j.id = l.id AND j.lease_token = l.token AND j.status = 'processing'
+      WHERE j.id = ANY ($1::bigint[]) AND j.id = l.id AND j.lease_token = l.token AND j.status = 'processing'
       RETURNING j.id::text AS id`,
 
     /** Wakes idle workers after a release or a dead-letter retry (inserts notify by trigger). */
@@ -286,7 +301,7 @@ export function jobSql(schema: string) {
         SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS l(id, token)
       ), renewed AS (
         UPDATE ${jobs} j SET lease_expires_at = now() + $3 * interval '1 millisecond'
-        FROM held WHERE j.id = held.id AND j.lease_token = held.token AND j.status = 'processing'
+        FROM held WHERE j.id = ANY ($1::bigint[]) AND j.id = held.id AND j.lease_token = held.token AND j.status = 'processing'
         RETURNING j.id
       )
       SELECT held.id::text AS id, (renewed.id IS NOT NULL) AS held, j.status

@@ -49,6 +49,7 @@ export class PostgresJobStore implements JobStore {
 
   async enqueue(jobs: readonly NewJob[], manager?: EntityManager): Promise<EnqueuedJob[]> {
     const executor = manager ? managerExecutor(manager) : this.executor;
+    if (jobs.every((job) => job.idempotencyKey === null)) return this.enqueuePlain(jobs, executor, manager === undefined);
     const results: EnqueuedJob[] = new Array(jobs.length);
     let remaining = jobs.map((job, index) => ({ job, index }));
     for (let round = 0; round < MAX_ENQUEUE_ROUNDS && remaining.length > 0; round++) {
@@ -88,6 +89,27 @@ export class PostgresJobStore implements JobStore {
       throw new Error(`Enqueue could not settle idempotency keys after ${MAX_ENQUEUE_ROUNDS} rounds of concurrent deletes.`);
     }
     return results;
+  }
+
+  private async enqueuePlain(jobs: readonly NewJob[], executor: SqlExecutor, named: boolean): Promise<EnqueuedJob[]> {
+    const { rows } = await executor.query<{ id: string }>(
+      this.sql.enqueuePlain,
+      [
+        jobs.map((j) => j.type),
+        jobs.map((j) => j.payloadJson),
+        jobs.map((j) => j.priority),
+        jobs.map((j) => j.maxAttempts),
+        jobs.map((j) => j.runAt),
+        jobs.map((j) => j.delayMs),
+        jobs.map((j) => j.maxAttemptsFromJob),
+        jobs.map((j) => j.notifyOnFinish),
+        jobs.map((j) => j.orderingKey),
+      ],
+      named ? this.named('enqueuePlain') : undefined,
+    );
+    if (rows.length !== jobs.length) throw new Error(`Enqueue inserted ${rows.length} of ${jobs.length} jobs; nothing should be missing.`);
+    const ids = rows.map((row) => row.id).sort(compareIds);
+    return ids.map((id) => ({ id, deduplicated: false }));
   }
 
   async claim(request: ClaimRequest): Promise<ClaimedJob[]> {
@@ -347,6 +369,11 @@ export class PostgresJobStore implements JobStore {
 
 function applied(result: SqlResult<Record<string, unknown>>): boolean {
   return result.rows[0]?.applied === 1;
+}
+
+/** Numeric order of bigint ids given as decimal strings. */
+function compareIds(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }
 
 function emptyCounts(): JobCounts {
