@@ -230,8 +230,17 @@ export class Worker implements LeaseHolder {
   /** Claim when slots (or the buffer's lower half) are free, unless the queue looked empty recently. */
   private wantsToClaim(): boolean {
     if (this.queueLooksEmpty && Date.now() - this.lastClaimAt < this.settings.pollIntervalMs) return false;
-    if (this.running < this.settings.concurrency && this.buffer.length === 0) return true;
-    return this.buffer.length <= this.currentPrefetch() / 2;
+    if (this.running < this.settings.concurrency && this.waiting === 0) return true;
+    return this.waiting <= this.currentPrefetch() / 2;
+  }
+
+  /**
+   * Claimed jobs not running: buffered ones, and finished ones whose outcome is still being
+   * written. Counting the latter keeps claims from outrunning the database: if completions fall
+   * behind, the worker stops claiming until they land (long before any lease could expire).
+   */
+  private get waiting(): number {
+    return this.buffer.length + (this.active.size - this.running);
   }
 
   /**
@@ -247,7 +256,7 @@ export class Worker implements LeaseHolder {
       running: this.running,
       runningByType: this.runningByType,
       runningTransactional: this.runningTransactional,
-      buffered: this.buffer.length,
+      buffered: this.waiting,
       bufferedByType: this.bufferedByType,
       prefetch: this.currentPrefetch(),
     };
@@ -276,7 +285,11 @@ export class Worker implements LeaseHolder {
     const entry: ActiveJob = { job, lease, control, done: Promise.resolve() };
     this.active.set(job.id, entry);
     this.holdSlot(handler, 1);
-    entry.done = this.execute(job, handler, control).finally(() => this.active.delete(job.id));
+    entry.done = this.execute(job, handler, control).finally(() => {
+      this.active.delete(job.id);
+      // A recorded outcome lowers the claimed-but-not-running count: there may be room to claim.
+      this.wake.notify();
+    });
   }
 
   private async execute(job: ClaimedJob, handler: RegisteredHandler, control: AttemptControl): Promise<void> {

@@ -8,6 +8,38 @@ export function jobSql(schema: string) {
   const starts = `"${schema}".job_starts`;
   const RECORD_COLUMNS = `id::text AS id, type, payload, status, priority, attempts, max_attempts, last_error, errors,
     result, idempotency_key, ordering_key, worker_id, run_at, created_at, claimed_at, completed_at, retry_after, dead_at, lease_expires_at`;
+  /**
+   * The claimable jobs of each wanted type, up to its allowance, in priority then run-time order:
+   * waiting, due, and for an ordering key the oldest unfinished job of that key. SKIP LOCKED lets
+   * concurrent claims pass each other; the locked row's status is rechecked, so a job is claimed once.
+   */
+  const pickClaimable = (source: string, allowance: string) => `
+        SELECT c.id, w.max_attempts FROM ${source}
+        CROSS JOIN LATERAL (
+          SELECT j.id, j.priority, j.run_at FROM ${jobs} j
+          WHERE j.type = w.type AND j.status IN ('pending', 'failed') AND j.run_at <= now()
+            AND (j.ordering_key IS NULL OR NOT EXISTS (
+                  SELECT 1 FROM ${jobs} e
+                  WHERE e.ordering_key = j.ordering_key AND e.id < j.id AND e.status IN ('pending', 'processing', 'failed')))
+          ORDER BY j.priority DESC, j.run_at, j.id
+          LIMIT ${allowance}
+          FOR UPDATE SKIP LOCKED
+        ) c
+        ORDER BY c.priority DESC, c.run_at, c.id
+        LIMIT $3`;
+  /** Takes the picked jobs: attempt counted, fresh lease token; `= ANY (ARRAY(…))` keeps it on the primary key. */
+  const markClaimed = `
+        UPDATE ${jobs} j
+        SET status = 'processing', attempts = j.attempts + 1, claimed_at = now(), worker_id = $4,
+            max_attempts = CASE WHEN j.max_attempts_from_job THEN j.max_attempts ELSE picked.max_attempts END,
+            lease_token = gen_random_uuid(), lease_expires_at = now() + $5 * interval '1 millisecond',
+            retry_after = NULL
+        FROM picked WHERE j.id = ANY (ARRAY(SELECT id FROM picked)) AND j.id = picked.id
+        RETURNING j.id, j.type, j.payload, j.attempts, j.max_attempts, j.idempotency_key, j.priority, j.run_at, j.lease_token`;
+  const claimedInOrder = `
+      SELECT id::text AS id, type, payload, attempts, max_attempts, idempotency_key, priority,
+             lease_token::text AS lease_token
+      FROM claimed ORDER BY priority DESC, run_at, id`;
   /** Wraps a fenced UPDATE … RETURNING id, notify_on_finish: reports `applied` and notifies waiters. */
   const finishing = (update: string) => `
       WITH done AS (${update})
@@ -74,31 +106,11 @@ export function jobSql(schema: string) {
       WITH wanted AS (
         SELECT * FROM unnest($1::text[], $2::int[], $6::int[]) AS w(type, n, max_attempts)
       ), picked AS MATERIALIZED (
-        SELECT c.id, w.max_attempts FROM wanted w
-        CROSS JOIN LATERAL (
-          SELECT j.id, j.priority, j.run_at FROM ${jobs} j
-          WHERE j.type = w.type AND j.status IN ('pending', 'failed') AND j.run_at <= now()
-            AND (j.ordering_key IS NULL OR NOT EXISTS (
-                  SELECT 1 FROM ${jobs} e
-                  WHERE e.ordering_key = j.ordering_key AND e.id < j.id AND e.status IN ('pending', 'processing', 'failed')))
-          ORDER BY j.priority DESC, j.run_at, j.id
-          LIMIT w.n
-          FOR UPDATE SKIP LOCKED
-        ) c
-        ORDER BY c.priority DESC, c.run_at, c.id
-        LIMIT $3
+        ${pickClaimable('wanted w', 'w.n')}
       ), claimed AS (
-        UPDATE ${jobs} j
-        SET status = 'processing', attempts = j.attempts + 1, claimed_at = now(), worker_id = $4,
-            max_attempts = CASE WHEN j.max_attempts_from_job THEN j.max_attempts ELSE picked.max_attempts END,
-            lease_token = gen_random_uuid(), lease_expires_at = now() + $5 * interval '1 millisecond',
-            retry_after = NULL
-        FROM picked WHERE j.id = ANY (ARRAY(SELECT id FROM picked)) AND j.id = picked.id
-        RETURNING j.id, j.type, j.payload, j.attempts, j.max_attempts, j.idempotency_key, j.priority, j.run_at, j.lease_token
+        ${markClaimed}
       )
-      SELECT id::text AS id, type, payload, attempts, max_attempts, idempotency_key, priority,
-             lease_token::text AS lease_token
-      FROM claimed ORDER BY priority DESC, run_at, id`,
+      ${claimedInOrder}`,
 
     /**
      * Claims up to each type's allowance in priority order. The allowance is the worker's free
@@ -135,35 +147,15 @@ export function jobSql(schema: string) {
         LEFT JOIN ${types} t ON t.type = w.type
         LEFT JOIN probes p ON p.type = w.type
       ), picked AS MATERIALIZED (
-        SELECT c.id, a.max_attempts FROM allowed a
-        CROSS JOIN LATERAL (
-          SELECT j.id, j.priority, j.run_at FROM ${jobs} j
-          WHERE j.type = a.type AND j.status IN ('pending', 'failed') AND j.run_at <= now()
-            AND (j.ordering_key IS NULL OR NOT EXISTS (
-                  SELECT 1 FROM ${jobs} e
-                  WHERE e.ordering_key = j.ordering_key AND e.id < j.id AND e.status IN ('pending', 'processing', 'failed')))
-          ORDER BY j.priority DESC, j.run_at, j.id
-          LIMIT GREATEST(a.n, 0)
-          FOR UPDATE SKIP LOCKED
-        ) c
-        ORDER BY c.priority DESC, c.run_at, c.id
-        LIMIT $3
+        ${pickClaimable('allowed w', 'GREATEST(w.n, 0)')}
       ), claimed AS (
-        UPDATE ${jobs} j
-        SET status = 'processing', attempts = j.attempts + 1, claimed_at = now(), worker_id = $4,
-            max_attempts = CASE WHEN j.max_attempts_from_job THEN j.max_attempts ELSE picked.max_attempts END,
-            lease_token = gen_random_uuid(), lease_expires_at = now() + $5 * interval '1 millisecond',
-            retry_after = NULL
-        FROM picked WHERE j.id = ANY (ARRAY(SELECT id FROM picked)) AND j.id = picked.id
-        RETURNING j.id, j.type, j.payload, j.attempts, j.max_attempts, j.idempotency_key, j.priority, j.run_at, j.lease_token
+        ${markClaimed}
       ), started AS (
         INSERT INTO ${starts} (type, started_at)
         SELECT claimed.type, clock_timestamp() FROM claimed JOIN wanted w ON w.type = claimed.type
         WHERE w.rate_max IS NOT NULL
       )
-      SELECT id::text AS id, type, payload, attempts, max_attempts, idempotency_key, priority,
-             lease_token::text AS lease_token
-      FROM claimed ORDER BY priority DESC, run_at, id`,
+      ${claimedInOrder}`,
 
     /**
      * Taken in the claim's transaction before it, for types with a rate limit or global
