@@ -302,6 +302,7 @@ export class Worker implements LeaseHolder {
       this.wake.notify();
     };
     try {
+      if (handler.rateLimit) await this.markStarted(job);
       const outcome = await this.runner.run(job, handler, control);
       // The handler is done: its slot can take the next job while the outcome is written.
       this.throughput.record();
@@ -312,6 +313,15 @@ export class Worker implements LeaseHolder {
       this.logger.error(`Internal error while running job ${job.id} (${job.type}): ${(error as Error)?.stack ?? error}`);
     } finally {
       freeSlot();
+    }
+  }
+
+  /** Rate limits count starts: record this one as of now, however late after its claim it is. */
+  private async markStarted(job: ClaimedJob): Promise<void> {
+    try {
+      await this.store.markStarted(job.id);
+    } catch (error) {
+      this.logger.warn(`Could not record the start of job ${job.id} (${job.type}): ${(error as Error)?.message}`);
     }
   }
 

@@ -30,9 +30,12 @@ export function createFlowControlMigration(schema: string): new () => MigrationI
       await queryRunner.query(`
         CREATE TABLE IF NOT EXISTS ${s}.job_starts (
           type       text        NOT NULL,
+          job_id     bigint      NOT NULL,
           started_at timestamptz NOT NULL
         )`);
       await queryRunner.query(`CREATE INDEX IF NOT EXISTS job_starts_type_idx ON ${s}.job_starts (type, started_at)`);
+      // The worker moves a start to the moment its handler really starts.
+      await queryRunner.query(`CREATE INDEX IF NOT EXISTS job_starts_job_idx ON ${s}.job_starts (job_id)`);
     }
 
     async down(queryRunner: QueryRunner): Promise<void> {

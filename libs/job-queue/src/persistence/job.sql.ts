@@ -151,8 +151,8 @@ export function jobSql(schema: string) {
       ), claimed AS (
         ${markClaimed}
       ), started AS (
-        INSERT INTO ${starts} (type, started_at)
-        SELECT claimed.type, clock_timestamp() FROM claimed JOIN wanted w ON w.type = claimed.type
+        INSERT INTO ${starts} (type, job_id, started_at)
+        SELECT claimed.type, claimed.id, clock_timestamp() FROM claimed JOIN wanted w ON w.type = claimed.type
         WHERE w.rate_max IS NOT NULL
       )
       ${claimedInOrder}`,
@@ -216,6 +216,13 @@ export function jobSql(schema: string) {
         SELECT id FROM ${jobs} WHERE status = 'dead' AND dead_at < now() - $1 * interval '1 millisecond'
         ORDER BY dead_at LIMIT $2 FOR UPDATE SKIP LOCKED
       ) DELETE FROM ${jobs} j USING doomed WHERE j.id = doomed.id`,
+
+    /**
+     * A rate-limited handler is about to start: its start moves from claim time to now, so a
+     * handler delayed on a busy machine still counts where it really starts. Only later claims
+     * read it (under the type's row lock), and a later time only makes them more careful.
+     */
+    markStarted: `UPDATE ${starts} SET started_at = clock_timestamp() WHERE job_id = $1`,
 
     /** Maintenance: the start log only matters within the longest rate window. */
     pruneStarts: `DELETE FROM ${starts} WHERE started_at < now() - $1 * interval '1 millisecond'`,

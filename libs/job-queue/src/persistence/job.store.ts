@@ -148,6 +148,8 @@ export interface JobStore {
   recordCircuitSuccess(type: string): Promise<{ closed: boolean }>;
   openCircuits(): Promise<CircuitRecord[]>;
   pruneStarts(olderThanMs: number): Promise<number>;
+  /** A rate-limited job's handler starts now (its start record moves from claim time to now). */
+  markStarted(jobId: string): Promise<void>;
   /** Deletes up to `limit` finished jobs of this status older than `olderThanMs`; returns the count. */
   pruneFinished(status: 'completed' | 'cancelled' | 'dead', olderThanMs: number, limit: number): Promise<number>;
   queueSnapshot(countUpTo: number): Promise<{ depth: number; deadLastHour: number }>;

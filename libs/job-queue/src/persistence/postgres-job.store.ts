@@ -346,6 +346,10 @@ export class PostgresJobStore implements JobStore {
     }));
   }
 
+  async markStarted(jobId: string): Promise<void> {
+    await this.executor.query(this.sql.markStarted, [jobId], this.named('markStarted'));
+  }
+
   async pruneStarts(olderThanMs: number): Promise<number> {
     return (await this.executor.query(this.sql.pruneStarts, [olderThanMs])).rowCount;
   }
