@@ -1,9 +1,8 @@
 /** Documented defaults, in one place. */
 export const DEFAULT_SCHEMA = 'job_queue';
 export const DEFAULT_CONCURRENCY = 10;
-/** Default prefetch cap: this many claimed jobs per concurrency slot, and never more than the cap. */
-export const DEFAULT_PREFETCH_PER_SLOT = 20;
-export const DEFAULT_PREFETCH_CAP = 500;
+/** Default prefetch ceiling; the buffer itself adapts to about 100 ms of work. */
+export const DEFAULT_PREFETCH = 500;
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
 export const DEFAULT_LEASE_MS = 30_000;
 export const DEFAULT_DRAIN_TIMEOUT_MS = 25_000;

@@ -48,7 +48,7 @@ describe('resolveJobQueueOptions', () => {
       deadLetterAlertThreshold: defaults.DEFAULT_DEAD_LETTER_ALERT_THRESHOLD,
       listen: true,
       maintenanceIntervalMs: defaults.DEFAULT_MAINTENANCE_INTERVAL_MS,
-      prefetch: Math.min(defaults.DEFAULT_CONCURRENCY * defaults.DEFAULT_PREFETCH_PER_SLOT, defaults.DEFAULT_PREFETCH_CAP),
+      prefetch: defaults.DEFAULT_PREFETCH,
       retention: { completedMs: defaults.DEFAULT_RETENTION_COMPLETED_MS, deadMs: defaults.DEFAULT_RETENTION_DEAD_MS },
     });
   });

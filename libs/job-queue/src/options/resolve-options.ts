@@ -48,11 +48,7 @@ export function resolveJobQueueOptions(options: JobQueueOptions): ResolvedJobQue
     runWorker: boolOption('runWorker', options.runWorker, true),
     workerId,
     concurrency,
-    prefetch: positiveInteger(
-      'prefetch',
-      options.prefetch ?? Math.min(concurrency * defaults.DEFAULT_PREFETCH_PER_SLOT, defaults.DEFAULT_PREFETCH_CAP),
-      0,
-    ),
+    prefetch: positiveInteger('prefetch', options.prefetch ?? defaults.DEFAULT_PREFETCH, 0),
     pollIntervalMs: positiveInteger('pollIntervalMs', options.pollIntervalMs ?? defaults.DEFAULT_POLL_INTERVAL_MS, 10),
     leaseMs,
     drainTimeoutMs: positiveInteger('drainTimeoutMs', options.drainTimeoutMs ?? defaults.DEFAULT_DRAIN_TIMEOUT_MS, 0),
