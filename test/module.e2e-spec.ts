@@ -1,6 +1,6 @@
-import { Inject, Injectable, type LoggerService, type ModuleMetadata, Scope } from '@nestjs/common';
+import { Inject, Injectable, Scope } from '@nestjs/common';
 import { REQUEST } from '@nestjs/core';
-import { Test, type TestingModule } from '@nestjs/testing';
+import type { TestingModule } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -17,30 +17,9 @@ import {
   type JobContext,
   type JobQueueOptions,
 } from '../src/index.js';
-import { startQueueApp, type QueueApp } from './support/queue-app.js';
+import { bootTestingModule, startQueueApp, type QueueApp } from './support/queue-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 import { waitFor } from './support/wait-for.js';
-
-const quiet: LoggerService | undefined = process.env.AJQ_TEST_LOGS
-  ? undefined
-  : { log() {}, warn() {}, error() {}, debug() {}, verbose() {} };
-
-/**
- * Compiles and initialises a Nest testing module. When init fails (onModuleInit threw), the
- * module is closed before the error is rethrown, so nothing it opened stays open.
- */
-async function bootModule(metadata: ModuleMetadata): Promise<TestingModule> {
-  const builder = Test.createTestingModule(metadata);
-  if (quiet) builder.setLogger(quiet);
-  const app = await builder.compile();
-  try {
-    await app.init();
-  } catch (error) {
-    await app.close().catch(() => undefined);
-    throw error;
-  }
-  return app;
-}
 
 /** The error a promise rejects with; fails the test when it resolves instead. */
 async function rejectionOf(promise: Promise<unknown>): Promise<Error> {
@@ -206,7 +185,7 @@ describe('JobQueueModule boot', () => {
 
     it('refuses two handlers for one type, naming the type and both locations', async () => {
       const error = await rejectionOf(
-        bootModule({
+        bootTestingModule({
           imports: [
             JobQueueModule.forRoot({
               dataSource: { type: 'postgres', url: db.url, applicationName: 'ajq-dup-boot' },
@@ -229,7 +208,7 @@ describe('JobQueueModule boot', () => {
 
     it('refuses a handler on a request-scoped provider', async () => {
       const error = await rejectionOf(
-        bootModule({
+        bootTestingModule({
           imports: [JobQueueModule.forRoot({ dataSource: { type: 'postgres', url: db.url }, pollIntervalMs: 200 })],
           providers: [RequestScopedHandlers],
         }),
@@ -242,7 +221,7 @@ describe('JobQueueModule boot', () => {
 
     it('refuses a handler on a provider that is request-scoped through its dependencies', async () => {
       const error = await rejectionOf(
-        bootModule({
+        bootTestingModule({
           imports: [JobQueueModule.forRoot({ dataSource: { type: 'postgres', url: db.url }, pollIntervalMs: 200 })],
           providers: [RequestDependentHandlers],
         }),
@@ -263,7 +242,7 @@ describe('JobQueueModule boot', () => {
         exports: [QUEUE_SETTINGS],
       };
       let factoryCalls = 0;
-      const app = await bootModule({
+      const app = await bootTestingModule({
         imports: [
           JobQueueModule.forRootAsync({
             imports: [settingsModule],
@@ -288,7 +267,7 @@ describe('JobQueueModule boot', () => {
     });
 
     it('runs on an app-owned DataSource from TypeOrmModule that lists JOB_QUEUE_ENTITIES', async () => {
-      const app = await bootModule({
+      const app = await bootTestingModule({
         imports: [
           TypeOrmModule.forRoot({
             type: 'postgres',
@@ -347,7 +326,7 @@ describe('JobQueueModule boot', () => {
       let appDataSource: DataSource | undefined;
       try {
         const error = await rejectionOf(
-          bootModule({
+          bootTestingModule({
             imports: [
               TypeOrmModule.forRootAsync({
                 useFactory: () => ({ type: 'postgres', url: db.url, entities: [], synchronize: false, retryAttempts: 0 }),

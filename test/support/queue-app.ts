@@ -1,5 +1,5 @@
-import { type DynamicModule, type INestApplicationContext, type LoggerService, type Provider, type Type } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
+import { type DynamicModule, type INestApplicationContext, type LoggerService, type ModuleMetadata, type Provider, type Type } from '@nestjs/common';
+import { Test, type TestingModule } from '@nestjs/testing';
 import {
   JobProducer,
   JobQueueAdmin,
@@ -29,6 +29,23 @@ const quiet: LoggerService | undefined = process.env.AJQ_TEST_LOGS
  */
 const listenDefault: Partial<JobQueueOptions> = process.env.AJQ_TEST_LISTEN === 'false' ? { listen: false } : {};
 
+/**
+ * Compiles and initialises a Nest testing module. When init fails (onModuleInit threw), the
+ * module is closed before the error is rethrown, so nothing it opened stays open.
+ */
+export async function bootTestingModule(metadata: ModuleMetadata): Promise<TestingModule> {
+  const builder = Test.createTestingModule(metadata);
+  if (quiet) builder.setLogger(quiet);
+  const app = await builder.compile();
+  try {
+    await app.init();
+  } catch (error) {
+    await app.close().catch(() => undefined);
+    throw error;
+  }
+  return app;
+}
+
 /** Boots JobQueueModule with the given handler providers in this process, as an app would. */
 export async function startQueueApp(
   url: string,
@@ -36,7 +53,7 @@ export async function startQueueApp(
   providers: Array<Provider | Type> = [],
   imports: DynamicModule[] = [],
 ): Promise<QueueApp> {
-  const builder = Test.createTestingModule({
+  const app = await bootTestingModule({
     imports: [
       JobQueueModule.forRoot({
         pollIntervalMs: 200,
@@ -48,14 +65,6 @@ export async function startQueueApp(
     ],
     providers,
   });
-  if (quiet) builder.setLogger(quiet);
-  const app = await builder.compile();
-  try {
-    await app.init();
-  } catch (error) {
-    await app.close().catch(() => undefined);
-    throw error;
-  }
   let closed = false;
   return {
     app,
