@@ -66,7 +66,8 @@ const USAGE = `Usage: npm run bench -- [--compare] [--quick] [--only <scenario>[
   --quick    smaller sizes, for a smoke run
   --only     run only these scenarios: ${SCENARIO_NAMES.join(', ')}
   --systems  run only these systems (implies --compare): auto-job-queue, reference, graphile-worker, pg-boss
-Environment: DATABASE_URL (else an embedded PostgreSQL); BENCH_TRACE_SQL=1 prints each worker process's statements per job.
+Environment: DATABASE_URL (else an embedded PostgreSQL); BENCH_TRACE_SQL=1 prints each worker process's statements per job;
+  BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each worker process there.
 `;
 
 export function parseBenchOptions(argv: readonly string[]): BenchOptions {

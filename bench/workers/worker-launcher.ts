@@ -33,7 +33,8 @@ export interface WorkerProcess {
 /** Forks bench/workers/worker-process.js and resolves once its worker runs. */
 export async function launchWorkerProcess(config: WorkerProcessConfig): Promise<WorkerProcess> {
   const child = fork(ENTRY, [], {
-    execArgv: ['--expose-gc'],
+    // BENCH_CPU_PROF=<dir>: a V8 CPU profile of each worker process, for finding where time goes.
+    execArgv: ['--expose-gc', ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [])],
     env: { ...process.env, [WORKER_CONFIG_ENV]: JSON.stringify(config) },
     stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
   });

@@ -2,15 +2,22 @@ export type Interruption = 'lease-lost' | 'cancelled' | 'drain';
 
 /**
  * The levers over one running attempt: its AbortSignal, and an interruption that ends the
- * attempt for the worker at once even if the handler ignores the signal.
+ * attempt for the worker at once even if the handler ignores the signal. The AbortController is
+ * made only when someone reads the signal: most handlers never do, and it is the costliest
+ * object of an attempt.
  */
 export class AttemptControl {
-  private readonly controller = new AbortController();
-  private settle!: (reason: Interruption) => void;
-  readonly interrupted: Promise<Interruption> = new Promise((resolve) => (this.settle = resolve));
+  private controller: AbortController | null = null;
+  private aborted = false;
+  private abortReason: unknown;
   private reason: Interruption | null = null;
+  private listener: ((reason: Interruption) => void) | null = null;
 
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.abortReason);
+    }
     return this.controller.signal;
   }
 
@@ -19,13 +26,22 @@ export class AttemptControl {
   }
 
   abort(reason: unknown): void {
-    if (!this.controller.signal.aborted) this.controller.abort(reason);
+    if (this.aborted) return;
+    this.aborted = true;
+    this.abortReason = reason;
+    this.controller?.abort(reason);
   }
 
   interrupt(reason: Interruption, abortReason: unknown): void {
     if (this.reason) return;
     this.reason = reason;
     this.abort(abortReason);
-    this.settle(reason);
+    this.listener?.(reason);
+  }
+
+  /** Calls `listener` once the attempt is interrupted (at once if it already is). One listener. */
+  onInterrupt(listener: (reason: Interruption) => void): void {
+    this.listener = listener;
+    if (this.reason) listener(this.reason);
   }
 }

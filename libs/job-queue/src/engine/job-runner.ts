@@ -2,22 +2,23 @@ import type { RegisteredHandler } from '../discovery/registered-handler.js';
 import { JobTimeoutError } from '../errors/job-timeout.error.js';
 import { PermanentJobError } from '../errors/permanent-job.error.js';
 import type { ClaimedJob, JobStore, JobTransaction } from '../persistence/job.store.js';
-import type { EnqueueOptions, EnqueueResult } from '../producer/enqueue-options.js';
+import { AttemptContext, type HandlerEnqueue } from './attempt-context.js';
 import type { AttemptControl } from './attempt-control.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import { describeError } from './describe-error.js';
 import type { EffectLedger } from './effect-ledger.js';
-import type { JobContext } from './job-context.js';
 import { jsonHasNul } from '../persistence/json-text.js';
 
-/** Enqueues on behalf of a running handler (the producer, with its validation and backpressure). */
-export type HandlerEnqueue = (type: string, payload: unknown, options?: EnqueueOptions) => Promise<EnqueueResult>;
+export type { HandlerEnqueue } from './attempt-context.js';
 
 type Race =
   | { kind: 'returned'; value: unknown }
   | { kind: 'threw'; error: unknown }
   | { kind: 'timed-out' }
   | { kind: 'interrupted' };
+
+const INTERRUPTED: Race = { kind: 'interrupted' };
+const TIMED_OUT: Race = { kind: 'timed-out' };
 
 /**
  * Runs one attempt: validates the payload, calls the handler (inside a transaction for
@@ -81,37 +82,25 @@ export class JobRunner {
     control: AttemptControl,
     tx: JobTransaction | null,
   ): Promise<Race> {
-    const ledger = this.ledger;
-    const enqueue = this.enqueue;
-    const context: JobContext = {
-      id: job.id,
-      type: job.type,
-      attempt: job.attempt,
-      maxAttempts: job.maxAttempts,
-      idempotencyKey: job.idempotencyKey,
-      signal: control.signal,
-      ...(tx ? { manager: tx.manager } : {}),
-      once: (key, fn) => ledger.once(job, key, fn),
-      enqueue: (type, childPayload, options) =>
-        enqueue(type, childPayload, tx && !options?.manager ? { ...options, manager: tx.manager } : options),
-    };
-    let timer: NodeJS.Timeout | undefined;
-    const racers: Array<Promise<Race>> = [
+    const context = new AttemptContext(job, control, this.ledger, this.enqueue, tx?.manager ?? null);
+    // A race of the handler, the interruption and the timeout; the first to settle wins.
+    const first = await new Promise<Race>((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const settle = (race: Race) => {
+        clearTimeout(timer);
+        resolve(race);
+      };
+      control.onInterrupt(() => settle(INTERRUPTED));
+      if (handler.timeoutMs !== null) timer = setTimeout(() => settle(TIMED_OUT), handler.timeoutMs);
       Promise.resolve()
         .then(() => handler.invoke(payload, context))
         .then(
-          (value): Race => ({ kind: 'returned', value }),
-          (error): Race => ({ kind: 'threw', error }),
-        ),
-      control.interrupted.then((): Race => ({ kind: 'interrupted' })),
-    ];
-    if (handler.timeoutMs !== null) {
-      racers.push(new Promise<Race>((resolve) => (timer = setTimeout(() => resolve({ kind: 'timed-out' }), handler.timeoutMs!))));
-    }
-    const first = await Promise.race(racers);
-    clearTimeout(timer);
+          (value) => settle({ kind: 'returned', value }),
+          (error: unknown) => settle({ kind: 'threw', error }),
+        );
+    });
     // An interruption that raced a late result still wins: that attempt is over.
-    return control.interruption ? { kind: 'interrupted' } : first;
+    return control.interruption ? INTERRUPTED : first;
   }
 
   private toFailure(race: Exclude<Race, { kind: 'returned' }>, handler: RegisteredHandler, control: AttemptControl): AttemptOutcome {

@@ -227,20 +227,38 @@ export class Worker implements LeaseHolder {
     }
   }
 
-  /** Claim when slots (or the buffer's lower half) are free, unless the queue looked empty recently. */
+  /**
+   * Claim when slots (or the buffer's lower half) are free, unless the queue looked empty recently
+   * or outcomes are falling behind.
+   */
   private wantsToClaim(): boolean {
+    // Cheapest tests first: this runs each time a job finishes.
+    if (this.buffer.length > this.prefetch / 2 || this.recording >= this.recordingLimit) return false;
     if (this.queueLooksEmpty && Date.now() - this.lastClaimAt < this.settings.pollIntervalMs) return false;
-    if (this.running < this.settings.concurrency && this.waiting === 0) return true;
-    return this.waiting <= this.currentPrefetch() / 2;
+    if (this.running < this.settings.concurrency && this.buffer.length === 0) return true;
+    return this.buffer.length <= this.currentPrefetch() / 2;
   }
 
   /**
-   * Claimed jobs not running: buffered ones, and finished ones whose outcome is still being
-   * written. Counting the latter keeps claims from outrunning the database: if completions fall
-   * behind, the worker stops claiming until they land (long before any lease could expire).
+   * Wakes the claim loop only when it would claim: a busy worker frees a slot per job, and waking
+   * the loop for each of them costs more than the jobs themselves when they are short.
    */
-  private get waiting(): number {
-    return this.buffer.length + (this.active.size - this.running);
+  private wakeIfClaimDue(): void {
+    if (this.state === 'running' && this.wantsToClaim()) this.wake.notify();
+  }
+
+  /** Finished jobs whose outcome is still being written. */
+  private get recording(): number {
+    return this.active.size - this.running;
+  }
+
+  /**
+   * Outcomes not yet written, at most, before claims pause. Writes overlap claims (that is what
+   * keeps the database busy on both), but if they fall behind, claiming stops until they land, so
+   * a backlog never grows toward an expiring lease.
+   */
+  private get recordingLimit(): number {
+    return 2 * Math.max(this.settings.concurrency, this.prefetch);
   }
 
   /**
@@ -256,7 +274,7 @@ export class Worker implements LeaseHolder {
       running: this.running,
       runningByType: this.runningByType,
       runningTransactional: this.runningTransactional,
-      buffered: this.waiting,
+      buffered: this.buffer.length,
       bufferedByType: this.bufferedByType,
       prefetch: this.currentPrefetch(),
     };
@@ -274,7 +292,7 @@ export class Worker implements LeaseHolder {
         i++;
         continue;
       }
-      const [next] = this.buffer.splice(i, 1);
+      const next = i === 0 ? this.buffer.shift()! : this.buffer.splice(i, 1)[0];
       this.countBuffered(job.type, -1);
       this.launch(next, handler);
     }
@@ -287,8 +305,8 @@ export class Worker implements LeaseHolder {
     this.holdSlot(handler, 1);
     entry.done = this.execute(job, handler, control).finally(() => {
       this.active.delete(job.id);
-      // A recorded outcome lowers the claimed-but-not-running count: there may be room to claim.
-      this.wake.notify();
+      // A recorded outcome may lift the pause on claims (outcomes falling behind).
+      this.wakeIfClaimDue();
     });
   }
 
@@ -299,7 +317,7 @@ export class Worker implements LeaseHolder {
       slotHeld = false;
       this.holdSlot(handler, -1);
       this.pump();
-      this.wake.notify();
+      this.wakeIfClaimDue();
     };
     try {
       if (handler.rateLimit) await this.markStarted(job);

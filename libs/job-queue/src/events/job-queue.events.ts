@@ -10,6 +10,8 @@ export class JobQueueEvents implements EventSink {
   readonly events$: Observable<JobQueueEvent> = this.subject.asObservable();
 
   emit(event: Omit<JobQueueEvent, 'at'>): void {
+    // Nobody listening: skip building the event (this runs for every job).
+    if (!this.subject.observed) return;
     try {
       this.subject.next({ ...event, at: new Date() });
     } catch (error) {

@@ -4,10 +4,17 @@ import { createJobsMigration } from './1764403200000-create-jobs.js';
 import { createEffectsMigration } from './1764489600000-exactly-once-effects.js';
 import { createFlowControlMigration } from './1764576000000-flow-control.js';
 import { createRetentionMigration } from './1764662400000-retention.js';
+import { createLeanHotPathMigration } from './1764748800000-lean-hot-path.js';
 
 /** The library's migrations, in order, for the given schema. */
 export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array<new () => MigrationInterface> {
-  return [createJobsMigration(schema), createEffectsMigration(schema), createFlowControlMigration(schema), createRetentionMigration(schema)];
+  return [
+    createJobsMigration(schema),
+    createEffectsMigration(schema),
+    createFlowControlMigration(schema),
+    createRetentionMigration(schema),
+    createLeanHotPathMigration(schema),
+  ];
 }
 
 /** Migrations for the default `job_queue` schema, for apps that run TypeORM migrations themselves. */

@@ -14,7 +14,7 @@ export function jobSql(schema: string) {
    * concurrent claims pass each other; the locked row's status is rechecked, so a job is claimed once.
    */
   const pickClaimable = (source: string, allowance: string) => `
-        SELECT c.id, w.max_attempts FROM ${source}
+        SELECT c.id FROM ${source}
         CROSS JOIN LATERAL (
           SELECT j.id, j.priority, j.run_at FROM ${jobs} j
           WHERE j.type = w.type AND j.status IN ('pending', 'failed') AND j.run_at <= now()
@@ -27,15 +27,28 @@ export function jobSql(schema: string) {
         ) c
         ORDER BY c.priority DESC, c.run_at, c.id
         LIMIT $3`;
-  /** Takes the picked jobs: attempt counted, fresh lease token; `= ANY (ARRAY(…))` keeps it on the primary key. */
+  /**
+   * Takes the picked jobs: attempt counted, fresh lease token. The rows come from the primary key
+   * through `= ANY (ARRAY(…))` (one index scan, never the whole table), and a job without its own
+   * maxAttempts takes its type's.
+   */
   const markClaimed = `
         UPDATE ${jobs} j
         SET status = 'processing', attempts = j.attempts + 1, claimed_at = now(), worker_id = $4,
-            max_attempts = CASE WHEN j.max_attempts_from_job THEN j.max_attempts ELSE picked.max_attempts END,
+            max_attempts = CASE WHEN j.max_attempts_from_job THEN j.max_attempts ELSE w.max_attempts END,
             lease_token = gen_random_uuid(), lease_expires_at = now() + $5 * interval '1 millisecond',
             retry_after = NULL
-        FROM picked WHERE j.id = ANY (ARRAY(SELECT id FROM picked)) AND j.id = picked.id
+        FROM wanted w WHERE j.id = ANY (ARRAY(SELECT id FROM picked)) AND w.type = j.type
         RETURNING j.id, j.type, j.payload, j.attempts, j.max_attempts, j.idempotency_key, j.priority, j.run_at, j.lease_token`;
+  /**
+   * The rows of a batch this worker still holds: found on the primary key (`= ANY (ARRAY(…))`
+   * hides the array's size from the planner, so it never prefers a table scan or a status index
+   * full of dead entries), each still carrying the token this worker holds for it ($tokens maps
+   * id → token). The claim sets a token and everything that ends an attempt clears it; a CHECK
+   * ties it to 'processing'. So a matching token means: still this worker's, still running.
+   */
+  const heldBy = (ids: string, tokens: string) =>
+    `j.id = ANY (ARRAY(SELECT unnest(${ids}::bigint[]))) AND j.lease_token = (${tokens}::jsonb ->> j.id::text)::uuid`;
   const claimedInOrder = `
       SELECT id::text AS id, type, payload, attempts, max_attempts, idempotency_key, priority,
              lease_token::text AS lease_token
@@ -75,18 +88,24 @@ export function jobSql(schema: string) {
 
     /**
      * Inserts a batch without idempotency keys in one round trip: nothing can conflict, so it is a
-     * plain INSERT. Rows go in in input order and take their ids from the sequence as they do, so
-     * the ids, sorted, map back to the inputs in order.
+     * plain INSERT. The batch is one JSON array ($1: t type, p payload, m max attempts, and only
+     * when not the default: pr priority, mj max attempts from the job, n notify on finish,
+     * o ordering key, r run at, d delay ms), so payloads travel as they are, with no array-literal
+     * escaping. Rows go in in input order and take their ids from the sequence as they do, so
+     * the ids, sorted, map back to the inputs in order; they come back as one comma-separated
+     * string, not a row each.
      */
     enqueuePlain: `
-      INSERT INTO ${jobs} (type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key, run_at)
-      SELECT type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key,
-             COALESCE(run_at, now() + delay_ms * interval '1 millisecond')
-      FROM unnest($1::text[], $2::jsonb[], $3::int[], $4::int[], $5::timestamptz[], $6::float8[], $7::bool[], $8::bool[], $9::text[])
-           WITH ORDINALITY AS i(type, payload, priority, max_attempts, run_at, delay_ms, max_attempts_from_job, notify_on_finish,
-                                ordering_key, ord)
-      ORDER BY ord
-      RETURNING id::text AS id`,
+      WITH inserted AS (
+        INSERT INTO ${jobs} (type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key, run_at)
+        SELECT e->>'t', e->'p', COALESCE((e->>'pr')::int, 0), (e->>'m')::int, COALESCE((e->>'mj')::bool, false),
+               COALESCE((e->>'n')::bool, false), e->>'o',
+               COALESCE((e->>'r')::timestamptz, now() + COALESCE((e->>'d')::float8, 0) * interval '1 millisecond')
+        FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS i(e, ord)
+        ORDER BY ord
+        RETURNING id
+      )
+      SELECT string_agg(id::text, ',' ORDER BY id) AS ids, count(*)::int AS n FROM inserted`,
 
     /** Read-only lookup of the rows that won an idempotency conflict (committed, so visible). */
     findByIdempotencyKeys: `
@@ -239,17 +258,16 @@ export function jobSql(schema: string) {
       RETURNING id, notify_on_finish`),
 
     /**
-     * Many completions in one statement (the worker batches them under load). Fenced per row by
-     * its own lease token, exactly like complete; returns the ids that applied.
+     * Many completions in one statement (the worker batches them under load), each fenced by its
+     * own lease token exactly like complete ($2 maps id → token, $3 id → result); returns the ids
+     * that applied.
      */
     completeMany: `
-      WITH input AS (
-        SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::jsonb[]) AS i(id, token, result)
-      ), done AS (
+      WITH done AS (
         UPDATE ${jobs} j
-        SET status = 'completed', completed_at = now(), result = input.result,
+        SET status = 'completed', completed_at = now(), result = $3::jsonb -> (j.id::text),
             lease_token = NULL, lease_expires_at = NULL
-        FROM input WHERE j.id = ANY ($1::bigint[]) AND j.id = input.id AND j.lease_token = input.token AND j.status = 'processing'
+        WHERE ${heldBy('$1', '$2')}
         RETURNING j.id, j.notify_on_finish
       ), notified AS (
         SELECT pg_notify('auto_job_queue:${schema}', 'finished:' || id) FROM done WHERE notify_on_finish
@@ -284,8 +302,7 @@ export function jobSql(schema: string) {
       UPDATE ${jobs} j
       SET status = 'pending', attempts = GREATEST(j.attempts - 1, 0), worker_id = NULL, claimed_at = NULL,
           lease_token = NULL, lease_expires_at = NULL, run_at = now()
-      FROM unnest($1::bigint[], $2::uuid[]) AS l(id, token)
-      WHERE j.id = ANY ($1::bigint[]) AND j.id = l.id AND j.lease_token = l.token AND j.status = 'processing'
+      WHERE ${heldBy('$1', '$2')}
       RETURNING j.id::text AS id`,
 
     /** Wakes idle workers after a release or a dead-letter retry (inserts notify by trigger). */
@@ -296,15 +313,14 @@ export function jobSql(schema: string) {
      * another worker took over is not extended. Reports the status of leases no longer held.
      */
     renewLeases: `
-      WITH held AS (
-        SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS l(id, token)
-      ), renewed AS (
+      WITH renewed AS (
         UPDATE ${jobs} j SET lease_expires_at = now() + $3 * interval '1 millisecond'
-        FROM held WHERE j.id = ANY ($1::bigint[]) AND j.id = held.id AND j.lease_token = held.token AND j.status = 'processing'
+        WHERE ${heldBy('$1', '$2')}
         RETURNING j.id
       )
-      SELECT held.id::text AS id, (renewed.id IS NOT NULL) AS held, j.status
-      FROM held LEFT JOIN renewed ON renewed.id = held.id LEFT JOIN ${jobs} j ON j.id = held.id`,
+      SELECT held.id::text AS id, (renewed.id IS NOT NULL) AS held,
+             CASE WHEN renewed.id IS NOT NULL THEN 'processing' ELSE (SELECT s.status FROM ${jobs} s WHERE s.id = held.id) END AS status
+      FROM unnest($1::bigint[]) AS held(id) LEFT JOIN renewed ON renewed.id = held.id`,
 
     /** Transaction-scoped: released at commit, so a dead leader never blocks the next one. */
     tryMaintenanceLock: `SELECT pg_try_advisory_xact_lock(19025, hashtext('${schema}')) AS acquired`,

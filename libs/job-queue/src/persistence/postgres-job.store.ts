@@ -92,23 +92,13 @@ export class PostgresJobStore implements JobStore {
   }
 
   private async enqueuePlain(jobs: readonly NewJob[], executor: SqlExecutor, named: boolean): Promise<EnqueuedJob[]> {
-    const { rows } = await executor.query<{ id: string }>(
+    const { rows } = await executor.query<{ ids: string | null; n: number }>(
       this.sql.enqueuePlain,
-      [
-        jobs.map((j) => j.type),
-        jobs.map((j) => j.payloadJson),
-        jobs.map((j) => j.priority),
-        jobs.map((j) => j.maxAttempts),
-        jobs.map((j) => j.runAt),
-        jobs.map((j) => j.delayMs),
-        jobs.map((j) => j.maxAttemptsFromJob),
-        jobs.map((j) => j.notifyOnFinish),
-        jobs.map((j) => j.orderingKey),
-      ],
+      [`[${jobs.map(plainJobJson).join(',')}]`],
       named ? this.named('enqueuePlain') : undefined,
     );
-    if (rows.length !== jobs.length) throw new Error(`Enqueue inserted ${rows.length} of ${jobs.length} jobs; nothing should be missing.`);
-    const ids = rows.map((row) => row.id).sort(compareIds);
+    const ids = rows[0]?.ids?.split(',') ?? [];
+    if (ids.length !== jobs.length) throw new Error(`Enqueue inserted ${ids.length} of ${jobs.length} jobs; nothing should be missing.`);
     return ids.map((id) => ({ id, deduplicated: false }));
   }
 
@@ -174,7 +164,7 @@ export class PostgresJobStore implements JobStore {
     if (completions.length === 0) return new Set();
     const { rows } = await this.executor.query<{ id: string }>(
       this.sql.completeMany,
-      [completions.map((c) => c.lease.id), completions.map((c) => c.lease.leaseToken), completions.map((c) => c.resultJson)],
+      [completions.map((c) => c.lease.id), tokensById(completions.map((c) => c.lease)), resultsById(completions)],
       this.named('completeMany'),
     );
     return new Set(rows.map((row) => row.id));
@@ -237,10 +227,7 @@ export class PostgresJobStore implements JobStore {
 
   async release(leases: readonly Lease[]): Promise<string[]> {
     if (leases.length === 0) return [];
-    const { rows } = await this.executor.query<{ id: string }>(this.sql.release, [
-      leases.map((l) => l.id),
-      leases.map((l) => l.leaseToken),
-    ]);
+    const { rows } = await this.executor.query<{ id: string }>(this.sql.release, [leases.map((l) => l.id), tokensById(leases)]);
     if (rows.length > 0) await this.executor.query(this.sql.notifyNew);
     return rows.map((row) => row.id);
   }
@@ -249,7 +236,7 @@ export class PostgresJobStore implements JobStore {
     if (leases.length === 0) return [];
     const { rows } = await this.executor.query<{ id: string; held: boolean; status: JobStatus | null }>(
       this.sql.renewLeases,
-      [leases.map((l) => l.id), leases.map((l) => l.leaseToken), leaseMs],
+      [leases.map((l) => l.id), tokensById(leases), leaseMs],
       this.named('renewLeases'),
     );
     return rows;
@@ -376,10 +363,6 @@ function applied(result: SqlResult<Record<string, unknown>>): boolean {
 }
 
 /** Numeric order of bigint ids given as decimal strings. */
-function compareIds(a: string, b: string): number {
-  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
-}
-
 function emptyCounts(): JobCounts {
   return Object.fromEntries(JOB_STATUSES.map((status) => [status, 0])) as unknown as JobCounts;
 }
@@ -388,3 +371,25 @@ function keyOf(type: string, key: string): string {
   return `${type}\u0000${key}`;
 }
 
+/** `{"<id>": "<token>", …}`, the lease map the batched fenced statements match rows against. */
+function tokensById(leases: readonly Lease[]): string {
+  // Ids are decimal strings and tokens UUIDs (both from the database): nothing to escape.
+  return `{${leases.map((l) => `"${l.id}":"${l.leaseToken}"`).join(',')}}`;
+}
+
+/** `{"<id>": <result>, …}`: each result is already JSON text. */
+function resultsById(completions: ReadonlyArray<{ lease: Lease; resultJson: string }>): string {
+  return `{${completions.map((c) => `"${c.lease.id}":${c.resultJson}`).join(',')}}`;
+}
+
+/** One job of enqueuePlain's JSON array; the payload is already JSON text and goes in as it is. */
+function plainJobJson(job: NewJob): string {
+  let json = `{"t":${JSON.stringify(job.type)},"p":${job.payloadJson},"m":${job.maxAttempts}`;
+  if (job.priority !== 0) json += `,"pr":${job.priority}`;
+  if (job.maxAttemptsFromJob) json += ',"mj":true';
+  if (job.notifyOnFinish) json += ',"n":true';
+  if (job.orderingKey !== null) json += `,"o":${JSON.stringify(job.orderingKey)}`;
+  if (job.runAt) json += `,"r":"${job.runAt.toISOString()}"`;
+  else if (job.delayMs) json += `,"d":${job.delayMs}`;
+  return `${json}}`;
+}

@@ -2,7 +2,47 @@
  * Finds the first part of a payload that JSON (and PostgreSQL jsonb) cannot carry faithfully,
  * and says where it is; null when the whole value is fine.
  */
-export function findUnserialisable(value: unknown, path: string, seen = new Set<object>()): string | null {
+export function findUnserialisable(value: unknown, path: string): string | null {
+  // Nearly every payload is plain data: a walk that builds no paths clears it; only a payload it
+  // does not clear is walked again, naming where the problem is.
+  return isPlainJson(value, 0) ? null : locateProblem(value, path, new Set<object>());
+}
+
+/** Deeper than this, the plain walk gives up and the careful one (which detects cycles) decides. */
+const PLAIN_DEPTH_LIMIT = 64;
+
+/** True when `value` is plain JSON data (no toJSON, Map, Set, cycle, NUL, non-finite number…). */
+function isPlainJson(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case 'string':
+      return !value.includes('\u0000');
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(value);
+    case 'object':
+      break;
+    default:
+      return false;
+  }
+  if (value === null) return true;
+  if (depth >= PLAIN_DEPTH_LIMIT) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!isPlainJson(value[i], depth + 1)) return false;
+    return true;
+  }
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return false;
+  for (const key in value) {
+    if (!Object.prototype.hasOwnProperty.call(value, key)) continue;
+    const child = (value as Record<string, unknown>)[key];
+    if (child === undefined) continue;
+    if (key.includes('\u0000') || !isPlainJson(child, depth + 1)) return false;
+  }
+  return true;
+}
+
+function locateProblem(value: unknown, path: string, seen: Set<object>): string | null {
   switch (typeof value) {
     case 'string':
       return value.includes('\u0000') ? `${path} contains a NUL character (\\u0000), which PostgreSQL jsonb cannot store` : null;
@@ -26,7 +66,7 @@ export function findUnserialisable(value: unknown, path: string, seen = new Set<
   try {
     if (Array.isArray(object)) {
       for (let i = 0; i < object.length; i++) {
-        const problem = findUnserialisable(object[i], `${path}[${i}]`, seen);
+        const problem = locateProblem(object[i], `${path}[${i}]`, seen);
         if (problem) return problem;
       }
       return null;
@@ -41,7 +81,7 @@ export function findUnserialisable(value: unknown, path: string, seen = new Set<
     for (const [key, child] of Object.entries(object)) {
       if (child === undefined) continue; // JSON drops undefined properties, as callers expect
       if (key.includes('\u0000')) return `${path} has a key with a NUL character, which PostgreSQL jsonb cannot store`;
-      const problem = findUnserialisable(child, `${path}.${key}`, seen);
+      const problem = locateProblem(child, `${path}.${key}`, seen);
       if (problem) return problem;
     }
     return null;

@@ -1,0 +1,114 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { jobSql } from '../libs/job-queue/src/persistence/job.sql.js';
+import { startQueueApp, type QueueApp } from './support/queue-app.js';
+import { createTestDatabase, type TestDatabase } from './support/test-database.js';
+
+/**
+ * The statements on the hot path, on real PostgreSQL: the batch insert carries every option
+ * through its JSON encoding, the lease token exists exactly while a job runs, and the batched
+ * fenced writes stay on the primary key on a table that has never been vacuumed or analysed
+ * (where a status index full of dead entries, or a table scan, would make each write cost more
+ * as the table's history grows).
+ */
+describe('hot path statements', () => {
+  let db: TestDatabase;
+  let api: QueueApp;
+  const sql = jobSql('job_queue');
+
+  beforeAll(async () => {
+    db = await createTestDatabase(inject('adminUrl'));
+    api = await startQueueApp(db.url, { runWorker: false });
+  });
+
+  afterAll(async () => {
+    await api?.close();
+    await db?.drop();
+  });
+
+  it('enqueueMany without idempotency keys writes every option of every item, in input order', async () => {
+    const runAt = new Date(Date.now() + 3_600_000);
+    const results = await api.producer.enqueueMany([
+      { type: 'hot.plain', payload: { quote: 'say "hi"\\', unicode: 'żółw 🐢', nested: [1, { a: null }] } },
+      { type: 'hot."odd" type ✓', payload: 'just a string', options: { priority: -3, maxAttempts: 7 } },
+      { type: 'hot.plain', payload: [1, 2, 3], options: { delayMs: 60_000, orderingKey: 'key "1"' } },
+      { type: 'hot.plain', payload: null, options: { runAt } },
+    ]);
+    expect(results.map((r) => r.deduplicated)).toEqual([false, false, false, false]);
+    const rows = await db.query(
+      `SELECT id::text AS id, type, payload, priority, max_attempts, max_attempts_from_job, ordering_key, run_at,
+              run_at > created_at + interval '59 seconds' AS delayed, status, attempts, lease_token
+       FROM job_queue.jobs WHERE id = ANY($1::bigint[]) ORDER BY id`,
+      [results.map((r) => r.id)],
+    );
+    expect(rows.map((r) => r.id)).toEqual(results.map((r) => r.id));
+    expect(rows.map((r) => r.type)).toEqual(['hot.plain', 'hot."odd" type ✓', 'hot.plain', 'hot.plain']);
+    expect(rows.map((r) => r.payload)).toEqual([
+      { quote: 'say "hi"\\', unicode: 'żółw 🐢', nested: [1, { a: null }] },
+      'just a string',
+      [1, 2, 3],
+      null,
+    ]);
+    expect(rows.map((r) => r.priority)).toEqual([0, -3, 0, 0]);
+    expect(rows.map((r) => r.max_attempts_from_job)).toEqual([false, true, false, false]);
+    expect(rows[1].max_attempts).toBe(7);
+    expect(rows.map((r) => r.ordering_key)).toEqual([null, null, 'key "1"', null]);
+    expect(rows.map((r) => r.delayed)).toEqual([false, false, true, true]);
+    expect((rows[3].run_at as Date).getTime()).toBe(runAt.getTime());
+    expect(rows.every((r) => r.status === 'pending' && r.attempts === 0 && r.lease_token === null)).toBe(true);
+  });
+
+  it('refuses a lease token without the processing status, and processing without a token', async () => {
+    await expect(
+      db.query(`INSERT INTO job_queue.jobs (type, payload, max_attempts, status) VALUES ('hot.check', '{}', 1, 'processing')`),
+    ).rejects.toThrow(/jobs_lease_token_while_processing/);
+    await expect(
+      db.query(`INSERT INTO job_queue.jobs (type, payload, max_attempts, lease_token) VALUES ('hot.check', '{}', 1, gen_random_uuid())`),
+    ).rejects.toThrow(/jobs_lease_token_while_processing/);
+    const [{ n }] = await db.query(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE type = 'hot.check'`);
+    expect(n).toBe(0);
+  });
+
+  it('plans claims, batched completions, renewals and releases on the primary key of a never-vacuumed table', async () => {
+    await api.producer.enqueueMany(Array.from({ length: 3_000 }, (_, i) => ({ type: 'hot.churn', payload: { i } })));
+    // History the way a busy worker makes it: claimed and completed in batches, no vacuum since.
+    for (let round = 0; round < 10; round++) {
+      const claimed = await db.query<{ id: string; lease_token: string }>(sql.claimPlain, [['hot.churn'], [250], 250, 'w', 30_000, [3]]);
+      expect(claimed).toHaveLength(250);
+      const done = await db.query(sql.completeMany, [claimed.map((j) => j.id), tokens(claimed), results(claimed)]);
+      expect(done).toHaveLength(250);
+    }
+    const held = await db.query<{ id: string; lease_token: string }>(sql.claimPlain, [['hot.churn'], [200], 200, 'w', 30_000, [3]]);
+    const plans = {
+      claimPlain: await plan(sql.claimPlain, [['hot.churn'], [250], 250, 'w', 30_000, [3]]),
+      completeMany: await plan(sql.completeMany, [held.map((j) => j.id), tokens(held), results(held)]),
+      renewLeases: await plan(sql.renewLeases, [held.map((j) => j.id), tokens(held), 30_000]),
+      release: await plan(sql.release, [held.map((j) => j.id), tokens(held)]),
+    };
+    for (const [statement, text] of Object.entries(plans)) {
+      expect(text, statement).toMatch(/jobs_pkey/);
+      expect(text, statement).not.toMatch(/Seq Scan on jobs|jobs_lease_idx/);
+    }
+    // And they are right, not just cheap: a wrong token matches nothing, the right ones match all.
+    const wrong = await db.query<{ held: boolean }>(sql.renewLeases, [
+      held.map((j) => j.id),
+      JSON.stringify(Object.fromEntries(held.map((j) => [j.id, '00000000-0000-4000-8000-000000000000']))),
+      30_000,
+    ]);
+    expect(wrong.filter((r) => r.held)).toHaveLength(0);
+    const released = await db.query(sql.release, [held.map((j) => j.id), tokens(held)]);
+    expect(released).toHaveLength(200);
+  });
+
+  function tokens(jobs: ReadonlyArray<{ id: string; lease_token: string }>): string {
+    return JSON.stringify(Object.fromEntries(jobs.map((j) => [j.id, j.lease_token])));
+  }
+
+  function results(jobs: ReadonlyArray<{ id: string }>): string {
+    return JSON.stringify(Object.fromEntries(jobs.map((j) => [j.id, null])));
+  }
+
+  async function plan(statement: string, params: unknown[]): Promise<string> {
+    const rows = await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${statement}`, params);
+    return rows.map((r) => r['QUERY PLAN']).join('\n');
+  }
+});
