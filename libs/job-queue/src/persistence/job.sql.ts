@@ -105,7 +105,7 @@ export function jobSql(schema: string) {
         ORDER BY ord
         RETURNING id
       )
-      SELECT string_agg(id::text, ',' ORDER BY id) AS ids, count(*)::int AS n FROM inserted`,
+      SELECT string_agg(id::text, ',' ORDER BY id) AS ids FROM inserted`,
 
     /** Read-only lookup of the rows that won an idempotency conflict (committed, so visible). */
     findByIdempotencyKeys: `

@@ -92,7 +92,7 @@ export class PostgresJobStore implements JobStore {
   }
 
   private async enqueuePlain(jobs: readonly NewJob[], executor: SqlExecutor, named: boolean): Promise<EnqueuedJob[]> {
-    const { rows } = await executor.query<{ ids: string | null; n: number }>(
+    const { rows } = await executor.query<{ ids: string | null }>(
       this.sql.enqueuePlain,
       [`[${jobs.map(plainJobJson).join(',')}]`],
       named ? this.named('enqueuePlain') : undefined,
@@ -362,7 +362,6 @@ function applied(result: SqlResult<Record<string, unknown>>): boolean {
   return result.rows[0]?.applied === 1;
 }
 
-/** Numeric order of bigint ids given as decimal strings. */
 function emptyCounts(): JobCounts {
   return Object.fromEntries(JOB_STATUSES.map((status) => [status, 0])) as unknown as JobCounts;
 }
