@@ -37,7 +37,7 @@ describe('hot path statements', () => {
     const rows = await db.query(
       `SELECT id::text AS id, type, payload, priority, max_attempts, max_attempts_from_job, ordering_key, run_at,
               run_at > created_at + interval '59 seconds' AS delayed, status, attempts, lease_token
-       FROM job_queue.jobs WHERE id = ANY($1::bigint[]) ORDER BY id`,
+       FROM job_queue.jobs WHERE id = ANY($1::bigint[]) ORDER BY jobs.id`,
       [results.map((r) => r.id)],
     );
     expect(rows.map((r) => r.id)).toEqual(results.map((r) => r.id));
@@ -57,6 +57,35 @@ describe('hot path statements', () => {
     expect(rows.every((r) => r.status === 'pending' && r.attempts === 0 && r.lease_token === null)).toBe(true);
   });
 
+  it('single enqueues and batches that differ only in payload write every option, in input order', async () => {
+    const runAt = new Date(Date.now() + 7_200_000);
+    const one = await api.producer.enqueue('hot.one', { a: 'ü "q"' }, { priority: 5, maxAttempts: 4, orderingKey: 'k1', delayMs: 60_000 });
+    const two = await api.producer.enqueue('hot.one', 'plain', { runAt });
+    const three = await api.producer.enqueue('hot.one', null);
+    const sameOptions = { priority: 2, maxAttempts: 9, runAt };
+    const batch = await api.producer.enqueueMany(
+      [{ b: 1 }, 'two', [3], null, { 'e"': '\\' }].map((payload) => ({ type: 'hot.uniform', payload, options: sameOptions })),
+    );
+    const delayed = await api.producer.enqueueMany([1, 2].map((payload) => ({ type: 'hot.uniform', payload, options: { delayMs: 60_000 } })));
+    const ids = [one, two, three, ...batch, ...delayed].map((r) => r.id);
+    const rows = await db.query(
+      `SELECT id::text AS id, type, payload, priority, max_attempts, max_attempts_from_job, ordering_key, run_at, notify_on_finish,
+              run_at > created_at + interval '59 seconds' AS delayed, status
+       FROM job_queue.jobs WHERE id = ANY($1::bigint[]) ORDER BY jobs.id`,
+      [ids],
+    );
+    expect(rows.map((r) => r.id)).toEqual(ids);
+    expect(rows.map((r) => r.payload)).toEqual([{ a: 'ü "q"' }, 'plain', null, { b: 1 }, 'two', [3], null, { 'e"': '\\' }, 1, 2]);
+    expect(rows.map((r) => r.priority)).toEqual([5, 0, 0, 2, 2, 2, 2, 2, 0, 0]);
+    expect(rows.map((r) => r.max_attempts_from_job)).toEqual([true, false, false, true, true, true, true, true, false, false]);
+    expect(rows[0].max_attempts).toBe(4);
+    expect(rows.slice(3, 8).every((r) => r.max_attempts === 9)).toBe(true);
+    expect(rows.map((r) => r.ordering_key)).toEqual(['k1', null, null, null, null, null, null, null, null, null]);
+    expect(rows.map((r) => r.delayed)).toEqual([true, true, false, true, true, true, true, true, true, true]);
+    expect(rows.filter((r) => (r.run_at as Date).getTime() === runAt.getTime()).map((r) => r.id)).toEqual([two.id, ...batch.map((r) => r.id)]);
+    expect(rows.every((r) => r.status === 'pending' && r.notify_on_finish === false)).toBe(true);
+  });
+
   it('refuses a lease token without the processing status, and processing without a token', async () => {
     await expect(
       db.query(`INSERT INTO job_queue.jobs (type, payload, max_attempts, status) VALUES ('hot.check', '{}', 1, 'processing')`),
@@ -74,8 +103,8 @@ describe('hot path statements', () => {
     for (let round = 0; round < 10; round++) {
       const claimed = await db.query<{ id: string; lease_token: string }>(sql.claimPlain, [['hot.churn'], [250], 250, 'w', 30_000, [3]]);
       expect(claimed).toHaveLength(250);
-      const done = await db.query(sql.completeMany, [claimed.map((j) => j.id), tokens(claimed), results(claimed)]);
-      expect(done).toHaveLength(250);
+      const [done] = await db.query<{ ids: string }>(sql.completeMany, [claimed.map((j) => j.id), tokens(claimed), results(claimed)]);
+      expect(done.ids.split(',').sort()).toEqual(claimed.map((j) => j.id).sort());
     }
     const held = await db.query<{ id: string; lease_token: string }>(sql.claimPlain, [['hot.churn'], [200], 200, 'w', 30_000, [3]]);
     const plans = {
@@ -95,6 +124,12 @@ describe('hot path statements', () => {
       30_000,
     ]);
     expect(wrong.filter((r) => r.held)).toHaveLength(0);
+    const [none] = await db.query<{ ids: string | null }>(sql.completeMany, [
+      held.map((j) => j.id),
+      JSON.stringify(Object.fromEntries(held.map((j) => [j.id, '00000000-0000-4000-8000-000000000000']))),
+      results(held),
+    ]);
+    expect(none.ids).toBeNull();
     const released = await db.query(sql.release, [held.map((j) => j.id), tokens(held)]);
     expect(released).toHaveLength(200);
   });

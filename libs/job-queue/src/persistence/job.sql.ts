@@ -107,6 +107,33 @@ export function jobSql(schema: string) {
       )
       SELECT string_agg(id::text, ',' ORDER BY id) AS ids FROM inserted`,
 
+    /**
+     * One job without an idempotency key (the common single enqueue): a plain one-row INSERT, which
+     * nothing can conflict with. The run time is the given one, else now plus the delay.
+     */
+    enqueueOne: `
+      INSERT INTO ${jobs} (type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key, run_at)
+      VALUES ($1::text, $2::jsonb, $3::int, $4::int, $5::bool, $6::bool, $7::text,
+              COALESCE($8::timestamptz, now() + $9::float8 * interval '1 millisecond'))
+      RETURNING id::text AS id`,
+
+    /**
+     * A batch without idempotency keys whose jobs differ only in their payloads (the usual bulk
+     * enqueue): the payloads travel as one JSON array ($1), every other column once, so the server
+     * unpacks no per-row fields. Plain INSERT, nothing can conflict; ids map back to inputs as in
+     * enqueuePlain (input order, sequence order).
+     */
+    enqueueUniform: `
+      WITH inserted AS (
+        INSERT INTO ${jobs} (type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key, run_at)
+        SELECT $2::text, e, $3::int, $4::int, $5::bool, $6::bool, $7::text,
+               COALESCE($8::timestamptz, now() + $9::float8 * interval '1 millisecond')
+        FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS i(e, ord)
+        ORDER BY ord
+        RETURNING id
+      )
+      SELECT string_agg(id::text, ',' ORDER BY id) AS ids FROM inserted`,
+
     /** Read-only lookup of the rows that won an idempotency conflict (committed, so visible). */
     findByIdempotencyKeys: `
       SELECT j.id::text AS id, j.type, j.idempotency_key
@@ -260,7 +287,7 @@ export function jobSql(schema: string) {
     /**
      * Many completions in one statement (the worker batches them under load), each fenced by its
      * own lease token exactly like complete ($2 maps id → token, $3 id → result); returns the ids
-     * that applied.
+     * that applied, as one comma-separated string rather than a row each.
      */
     completeMany: `
       WITH done AS (
@@ -272,7 +299,7 @@ export function jobSql(schema: string) {
       ), notified AS (
         SELECT pg_notify('auto_job_queue:${schema}', 'finished:' || id) FROM done WHERE notify_on_finish
       )
-      SELECT done.id::text AS id, (SELECT count(*) FROM notified)::int AS notified FROM done`,
+      SELECT (SELECT string_agg(id::text, ',') FROM done) AS ids, (SELECT count(*) FROM notified)::int AS notified`,
 
     /** Fenced like complete; the retry time is computed by the database clock. */
     scheduleRetry: `

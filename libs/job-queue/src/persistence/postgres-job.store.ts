@@ -91,12 +91,29 @@ export class PostgresJobStore implements JobStore {
     return results;
   }
 
+  /** Jobs without idempotency keys: the leanest statement that fits the batch's shape. */
   private async enqueuePlain(jobs: readonly NewJob[], executor: SqlExecutor, named: boolean): Promise<EnqueuedJob[]> {
-    const { rows } = await executor.query<{ ids: string | null }>(
-      this.sql.enqueuePlain,
-      [`[${jobs.map(plainJobJson).join(',')}]`],
-      named ? this.named('enqueuePlain') : undefined,
-    );
+    const first = jobs[0];
+    if (jobs.length === 1) {
+      const { rows } = await executor.query<{ id: string }>(
+        this.sql.enqueueOne,
+        [first.type, first.payloadJson, ...sharedColumns(first)],
+        named ? this.named('enqueueOne') : undefined,
+      );
+      return [{ id: rows[0].id, deduplicated: false }];
+    }
+    const uniform = jobs.every((job) => sameColumns(job, first));
+    const { rows } = uniform
+      ? await executor.query<{ ids: string | null }>(
+          this.sql.enqueueUniform,
+          [`[${jobs.map((job) => job.payloadJson).join(',')}]`, first.type, ...sharedColumns(first)],
+          named ? this.named('enqueueUniform') : undefined,
+        )
+      : await executor.query<{ ids: string | null }>(
+          this.sql.enqueuePlain,
+          [`[${jobs.map(plainJobJson).join(',')}]`],
+          named ? this.named('enqueuePlain') : undefined,
+        );
     const ids = rows[0]?.ids?.split(',') ?? [];
     if (ids.length !== jobs.length) throw new Error(`Enqueue inserted ${ids.length} of ${jobs.length} jobs; nothing should be missing.`);
     return ids.map((id) => ({ id, deduplicated: false }));
@@ -162,12 +179,12 @@ export class PostgresJobStore implements JobStore {
 
   async completeMany(completions: ReadonlyArray<{ lease: Lease; resultJson: string }>): Promise<Set<string>> {
     if (completions.length === 0) return new Set();
-    const { rows } = await this.executor.query<{ id: string }>(
+    const { rows } = await this.executor.query<{ ids: string | null }>(
       this.sql.completeMany,
-      [completions.map((c) => c.lease.id), tokensById(completions.map((c) => c.lease)), resultsById(completions)],
+      [idArray(completions.map((c) => c.lease)), tokensById(completions.map((c) => c.lease)), resultsById(completions)],
       this.named('completeMany'),
     );
-    return new Set(rows.map((row) => row.id));
+    return new Set(rows[0]?.ids?.split(',') ?? []);
   }
 
   async beginJobTransaction(): Promise<JobTransaction> {
@@ -371,6 +388,11 @@ function keyOf(type: string, key: string): string {
 }
 
 /** `{"<id>": "<token>", …}`, the lease map the batched fenced statements match rows against. */
+/** A bigint[] literal of the leases' ids: decimal strings from the database, nothing to escape. */
+function idArray(leases: readonly Lease[]): string {
+  return `{${leases.map((l) => l.id).join(',')}}`;
+}
+
 function tokensById(leases: readonly Lease[]): string {
   // Ids are decimal strings and tokens UUIDs (both from the database): nothing to escape.
   return `{${leases.map((l) => `"${l.id}":"${l.leaseToken}"`).join(',')}}`;
@@ -379,6 +401,33 @@ function tokensById(leases: readonly Lease[]): string {
 /** `{"<id>": <result>, …}`: each result is already JSON text. */
 function resultsById(completions: ReadonlyArray<{ lease: Lease; resultJson: string }>): string {
   return `{${completions.map((c) => `"${c.lease.id}":${c.resultJson}`).join(',')}}`;
+}
+
+/** Columns after type and payload, in enqueueOne's and enqueueUniform's parameter order ($3–$9). */
+function sharedColumns(job: NewJob): unknown[] {
+  return [
+    job.priority,
+    job.maxAttempts,
+    job.maxAttemptsFromJob,
+    job.notifyOnFinish,
+    job.orderingKey,
+    job.runAt,
+    job.runAt ? 0 : job.delayMs,
+  ];
+}
+
+/** Whether two jobs would be written with the same columns apart from their payloads. */
+function sameColumns(a: NewJob, b: NewJob): boolean {
+  return (
+    a.type === b.type &&
+    a.priority === b.priority &&
+    a.maxAttempts === b.maxAttempts &&
+    a.maxAttemptsFromJob === b.maxAttemptsFromJob &&
+    a.notifyOnFinish === b.notifyOnFinish &&
+    a.orderingKey === b.orderingKey &&
+    (a.runAt?.getTime() ?? null) === (b.runAt?.getTime() ?? null) &&
+    (a.runAt ? 0 : a.delayMs) === (b.runAt ? 0 : b.delayMs)
+  );
 }
 
 /** One job of enqueuePlain's JSON array; the payload is already JSON text and goes in as it is. */
