@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { ClaimQuery } from '../libs/job-queue/src/persistence/claim-query.js';
 import { jobSql } from '../libs/job-queue/src/persistence/job.sql.js';
 import { startQueueApp, type QueueApp } from './support/queue-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
@@ -14,6 +15,9 @@ describe('hot path statements', () => {
   let db: TestDatabase;
   let api: QueueApp;
   const sql = jobSql('job_queue');
+  const claims = new ClaimQuery('job_queue');
+  /** claims.plainText(1)'s parameters for one type. */
+  const claimOf = (type: string, n: number) => [n, 'w', 30_000, type, n, 3];
 
   beforeAll(async () => {
     db = await createTestDatabase(inject('adminUrl'));
@@ -101,14 +105,14 @@ describe('hot path statements', () => {
     await api.producer.enqueueMany(Array.from({ length: 3_000 }, (_, i) => ({ type: 'hot.churn', payload: { i } })));
     // History the way a busy worker makes it: claimed and completed in batches, no vacuum since.
     for (let round = 0; round < 10; round++) {
-      const claimed = await db.query<{ id: string; lease_token: string }>(sql.claimPlain, [['hot.churn'], [250], 250, 'w', 30_000, [3]]);
+      const claimed = await db.query<{ id: string; leaseToken: string }>(claims.plainText(1), claimOf('hot.churn', 250));
       expect(claimed).toHaveLength(250);
       const [done] = await db.query<{ ids: string }>(sql.completeMany, [claimed.map((j) => j.id), tokens(claimed), results(claimed)]);
       expect(done.ids.split(',').sort()).toEqual(claimed.map((j) => j.id).sort());
     }
-    const held = await db.query<{ id: string; lease_token: string }>(sql.claimPlain, [['hot.churn'], [200], 200, 'w', 30_000, [3]]);
+    const held = await db.query<{ id: string; leaseToken: string }>(claims.plainText(1), claimOf('hot.churn', 200));
     const plans = {
-      claimPlain: await plan(sql.claimPlain, [['hot.churn'], [250], 250, 'w', 30_000, [3]]),
+      claim: await plan(claims.plainText(1), claimOf('hot.churn', 250)),
       completeMany: await plan(sql.completeMany, [held.map((j) => j.id), tokens(held), results(held)]),
       renewLeases: await plan(sql.renewLeases, [held.map((j) => j.id), tokens(held), 30_000]),
       release: await plan(sql.release, [held.map((j) => j.id), tokens(held)]),
@@ -134,8 +138,36 @@ describe('hot path statements', () => {
     expect(released).toHaveLength(200);
   });
 
-  function tokens(jobs: ReadonlyArray<{ id: string; lease_token: string }>): string {
-    return JSON.stringify(Object.fromEntries(jobs.map((j) => [j.id, j.lease_token])));
+  it('keeps every claim plan small on a long backlog, so PostgreSQL never JIT-compiles a claim', async () => {
+    // 300,000 waiting jobs over three types, analysed: the planner knows how long the queue is.
+    await db.query(`
+      INSERT INTO job_queue.jobs (type, payload, max_attempts)
+      SELECT 'hot.backlog' || (g % 3), '{}'::jsonb, 3 FROM generate_series(1, 300000) g`);
+    await db.query('ANALYZE job_queue.jobs');
+    const [{ jit_above_cost: jitAboveCost }] = await db.query(`SELECT current_setting('jit_above_cost')::float8 AS jit_above_cost`);
+    const plain = await planJson(claims.plainText(3), [
+      500, 'w', 30_000, 'hot.backlog0', 200, 3, 'hot.backlog1', 200, 3, 'hot.backlog2', 100, 3,
+    ]);
+    const flow = await planJson(claims.flowText(2), [
+      20, 'w', 30_000, 'hot.backlog0', 10, 3, 5, 1_000, null, 'hot.backlog1', 10, 3, null, null, 4,
+    ]);
+    for (const [statement, explained] of Object.entries({ plain, flow })) {
+      expect(explained.JIT, statement).toBeUndefined();
+      expect(explained.Plan['Total Cost'], statement).toBeLessThan(Math.min(jitAboveCost, 10_000));
+    }
+    await db.query(`DELETE FROM job_queue.jobs WHERE type LIKE 'hot.backlog%'`);
+  });
+
+  async function planJson(statement: string, params: unknown[]): Promise<{ Plan: Record<string, number>; JIT?: unknown }> {
+    const [row] = await db.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, number>; JIT?: unknown }> }>(
+      `EXPLAIN (FORMAT JSON) ${statement}`,
+      params,
+    );
+    return row['QUERY PLAN'][0];
+  }
+
+  function tokens(jobs: ReadonlyArray<{ id: string; leaseToken: string }>): string {
+    return JSON.stringify(Object.fromEntries(jobs.map((j) => [j.id, j.leaseToken])));
   }
 
   function results(jobs: ReadonlyArray<{ id: string }>): string {

@@ -32,4 +32,6 @@ export interface JobQueueEvent {
 /** Where the engine reports events; it must never throw back into the engine. */
 export interface EventSink {
   emit(event: Omit<JobQueueEvent, 'at'>): void;
+  /** false while nobody listens: a hot path may then skip building its events. */
+  readonly observed?: boolean;
 }

@@ -83,6 +83,15 @@ export class JobRunner {
     tx: JobTransaction | null,
   ): Promise<Race> {
     const context = new AttemptContext(job, control, this.ledger, this.enqueue, tx?.manager ?? null);
+    let returned: unknown;
+    try {
+      returned = handler.invoke(payload, context);
+    } catch (error) {
+      return control.interruption ? INTERRUPTED : { kind: 'threw', error };
+    }
+    // A handler that finished without a promise needs no race (nor the allocations of one).
+    if (!isThenable(returned)) return control.interruption ? INTERRUPTED : { kind: 'returned', value: returned };
+    const pending = returned;
     // A race of the handler, the interruption and the timeout; the first to settle wins.
     const first = await new Promise<Race>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
@@ -92,12 +101,10 @@ export class JobRunner {
       };
       control.onInterrupt(() => settle(INTERRUPTED));
       if (handler.timeoutMs !== null) timer = setTimeout(() => settle(TIMED_OUT), handler.timeoutMs);
-      Promise.resolve()
-        .then(() => handler.invoke(payload, context))
-        .then(
-          (value) => settle({ kind: 'returned', value }),
-          (error: unknown) => settle({ kind: 'threw', error }),
-        );
+      pending.then(
+        (value) => settle({ kind: 'returned', value }),
+        (error: unknown) => settle({ kind: 'threw', error }),
+      );
     });
     // An interruption that raced a late result still wins: that attempt is over.
     return control.interruption ? INTERRUPTED : first;
@@ -123,7 +130,15 @@ export class JobRunner {
   }
 }
 
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as PromiseLike<unknown>).then === 'function';
+}
+
+/** The outcome of every handler that returns nothing: one shared object, not one per job. */
+const SUCCEEDED_WITHOUT_RESULT: AttemptOutcome = Object.freeze({ kind: 'succeeded', resultJson: 'null' });
+
 function serialiseResult(value: unknown): AttemptOutcome {
+  if (value === undefined || value === null) return SUCCEEDED_WITHOUT_RESULT;
   let json: string | undefined;
   try {
     json = JSON.stringify(value ?? null);

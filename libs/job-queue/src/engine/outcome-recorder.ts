@@ -26,20 +26,21 @@ export class OutcomeRecorder {
   ) {}
 
   async record(job: ClaimedJob, handler: RegisteredHandler, outcome: AttemptOutcome): Promise<void> {
-    const base = { jobId: job.id, type: job.type, attempt: job.attempt, workerId: this.workerId };
     switch (outcome.kind) {
       case 'succeeded': {
+        // The hot path: no event built while nobody listens, no circuit call without a breaker.
         if (await this.write(job, () => this.completions.complete(job, outcome.resultJson))) {
-          this.events.emit({ kind: 'completed', ...base });
-          await this.circuitSuccess(handler);
+          if (this.events.observed !== false) this.events.emit({ kind: 'completed', ...this.eventBase(job) });
+          if (handler.circuitBreaker) await this.circuitSuccess(handler);
         }
         return;
       }
       case 'committed':
-        this.events.emit({ kind: 'completed', ...base });
+        this.events.emit({ kind: 'completed', ...this.eventBase(job) });
         await this.circuitSuccess(handler);
         return;
       case 'failed': {
+        const base = this.eventBase(job);
         if (!outcome.permanent) await this.circuitFailure(handler);
         if (outcome.permanent || job.attempt >= job.maxAttempts) {
           if (await this.write(job, () => this.store.deadLetter(job, outcome.error, job.attempt, this.workerId))) {
@@ -60,6 +61,10 @@ export class OutcomeRecorder {
         return;
       }
     }
+  }
+
+  private eventBase(job: ClaimedJob) {
+    return { jobId: job.id, type: job.type, attempt: job.attempt, workerId: this.workerId };
   }
 
   /** Circuit bookkeeping must never fail the outcome it follows: errors are logged only. */

@@ -31,6 +31,8 @@ interface ActiveJob {
   lease: HeldLease;
   control: AttemptControl;
   done: Promise<void>;
+  /** Its concurrency slot is still taken (the handler has not finished). */
+  slotHeld: boolean;
 }
 
 /** A claimed job waiting in the local buffer for a free slot. */
@@ -43,6 +45,8 @@ type WorkerState = 'idle' | 'running' | 'draining' | 'stopped';
 
 /** Errors while claiming (the database away) back off this long before the next try. */
 const CLAIM_ERROR_BACKOFF_MS = 1_000;
+
+const RESOLVED = Promise.resolve();
 
 /**
  * The buffer is topped up once it is down to this share of its size (about 10 ms of work at the
@@ -306,39 +310,39 @@ export class Worker implements LeaseHolder {
   }
 
   private launch({ job, lease }: BufferedJob, handler: RegisteredHandler): void {
-    const control = new AttemptControl();
-    const entry: ActiveJob = { job, lease, control, done: Promise.resolve() };
+    const entry: ActiveJob = { job, lease, control: new AttemptControl(), done: RESOLVED, slotHeld: true };
     this.active.set(job.id, entry);
     this.holdSlot(handler, 1);
-    entry.done = this.execute(job, handler, control).finally(() => {
-      this.active.delete(job.id);
-      // A recorded outcome may lift the pause on claims (outcomes falling behind).
-      this.wakeIfClaimDue();
-    });
+    entry.done = this.execute(entry, handler);
   }
 
-  private async execute(job: ClaimedJob, handler: RegisteredHandler, control: AttemptControl): Promise<void> {
-    let slotHeld = true;
-    const freeSlot = () => {
-      if (!slotHeld) return;
-      slotHeld = false;
-      this.holdSlot(handler, -1);
-      this.pump();
-      this.wakeIfClaimDue();
-    };
+  /** Runs and records one attempt; never rejects. */
+  private async execute(entry: ActiveJob, handler: RegisteredHandler): Promise<void> {
+    const { job } = entry;
     try {
       if (handler.rateLimit) await this.markStarted(job);
-      const outcome = await this.runner.run(job, handler, control);
+      const outcome = await this.runner.run(job, handler, entry.control);
       // The handler is done: its slot can take the next job while the outcome is written.
       this.throughput.record();
-      freeSlot();
+      this.freeSlot(entry, handler);
       await this.recorder.record(job, handler, outcome);
     } catch (error) {
       // Defensive: runner and recorder do not throw; if they ever do, the lease expiry recovers the job.
       this.logger.error(`Internal error while running job ${job.id} (${job.type}): ${(error as Error)?.stack ?? error}`);
     } finally {
-      freeSlot();
+      this.freeSlot(entry, handler);
+      this.active.delete(job.id);
+      // A recorded outcome may lift the pause on claims (outcomes falling behind).
+      this.wakeIfClaimDue();
     }
+  }
+
+  private freeSlot(entry: ActiveJob, handler: RegisteredHandler): void {
+    if (!entry.slotHeld) return;
+    entry.slotHeld = false;
+    this.holdSlot(handler, -1);
+    this.pump();
+    this.wakeIfClaimDue();
   }
 
   /** Rate limits count starts: record this one as of now, however late after its claim it is. */

@@ -9,6 +9,11 @@ export class JobQueueEvents implements EventSink {
   private readonly subject = new Subject<JobQueueEvent>();
   readonly events$: Observable<JobQueueEvent> = this.subject.asObservable();
 
+  /** Whether anyone subscribes to `events$` now. */
+  get observed(): boolean {
+    return this.subject.observed;
+  }
+
   emit(event: Omit<JobQueueEvent, 'at'>): void {
     // Nobody listening: skip building the event (this runs for every job).
     if (!this.subject.observed) return;

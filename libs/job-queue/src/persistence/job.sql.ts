@@ -9,38 +9,6 @@ export function jobSql(schema: string) {
   const RECORD_COLUMNS = `id::text AS id, type, payload, status, priority, attempts, max_attempts, last_error, errors,
     result, idempotency_key, ordering_key, worker_id, run_at, created_at, claimed_at, completed_at, retry_after, dead_at, lease_expires_at`;
   /**
-   * The claimable jobs of each wanted type, up to its allowance, in priority then run-time order:
-   * waiting, due, and for an ordering key the oldest unfinished job of that key. SKIP LOCKED lets
-   * concurrent claims pass each other; the locked row's status is rechecked, so a job is claimed once.
-   */
-  const pickClaimable = (source: string, allowance: string) => `
-        SELECT c.id FROM ${source}
-        CROSS JOIN LATERAL (
-          SELECT j.id, j.priority, j.run_at FROM ${jobs} j
-          WHERE j.type = w.type AND j.status IN ('pending', 'failed') AND j.run_at <= now()
-            AND (j.ordering_key IS NULL OR NOT EXISTS (
-                  SELECT 1 FROM ${jobs} e
-                  WHERE e.ordering_key = j.ordering_key AND e.id < j.id AND e.status IN ('pending', 'processing', 'failed')))
-          ORDER BY j.priority DESC, j.run_at, j.id
-          LIMIT ${allowance}
-          FOR UPDATE SKIP LOCKED
-        ) c
-        ORDER BY c.priority DESC, c.run_at, c.id
-        LIMIT $3`;
-  /**
-   * Takes the picked jobs: attempt counted, fresh lease token. The rows come from the primary key
-   * through `= ANY (ARRAY(…))` (one index scan, never the whole table), and a job without its own
-   * maxAttempts takes its type's.
-   */
-  const markClaimed = `
-        UPDATE ${jobs} j
-        SET status = 'processing', attempts = j.attempts + 1, claimed_at = now(), worker_id = $4,
-            max_attempts = CASE WHEN j.max_attempts_from_job THEN j.max_attempts ELSE w.max_attempts END,
-            lease_token = gen_random_uuid(), lease_expires_at = now() + $5 * interval '1 millisecond',
-            retry_after = NULL
-        FROM wanted w WHERE j.id = ANY (ARRAY(SELECT id FROM picked)) AND w.type = j.type
-        RETURNING j.id, j.type, j.payload, j.attempts, j.max_attempts, j.idempotency_key, j.priority, j.run_at, j.lease_token`;
-  /**
    * The rows of a batch this worker still holds: found on the primary key (`= ANY (ARRAY(…))`
    * hides the array's size from the planner, so it never prefers a table scan or a status index
    * full of dead entries), each still carrying the token this worker holds for it ($tokens maps
@@ -49,10 +17,6 @@ export function jobSql(schema: string) {
    */
   const heldBy = (ids: string, tokens: string) =>
     `j.id = ANY (ARRAY(SELECT unnest(${ids}::bigint[]))) AND j.lease_token = (${tokens}::jsonb ->> j.id::text)::uuid`;
-  const claimedInOrder = `
-      SELECT id::text AS id, type, payload, attempts, max_attempts, idempotency_key, priority,
-             lease_token::text AS lease_token
-      FROM claimed ORDER BY priority DESC, run_at, id`;
   /** Wraps a fenced UPDATE … RETURNING id, notify_on_finish: reports `applied` and notifies waiters. */
   const finishing = (update: string) => `
       WITH done AS (${update})
@@ -139,69 +103,6 @@ export function jobSql(schema: string) {
       SELECT j.id::text AS id, j.type, j.idempotency_key
       FROM ${jobs} j JOIN unnest($1::text[], $2::text[]) AS k(type, key)
         ON j.type = k.type AND j.idempotency_key = k.key`,
-
-    /**
-     * The claim for workers without flow control (no circuit breaker, rate limit or global
-     * concurrency): each type's free capacity, in priority order; a job with an ordering key only
-     * while it is the oldest unfinished job of its key. FOR UPDATE SKIP LOCKED means two workers
-     * never lock the same row, and the status is rechecked on the locked row version, so a job is
-     * claimed once; the MATERIALIZED CTE fences the LIMIT from the planner. Lean on purpose: it is
-     * planned on every call, and this is the hot path.
-     */
-    claimPlain: `
-      WITH wanted AS (
-        SELECT * FROM unnest($1::text[], $2::int[], $6::int[]) AS w(type, n, max_attempts)
-      ), picked AS MATERIALIZED (
-        ${pickClaimable('wanted w', 'w.n')}
-      ), claimed AS (
-        ${markClaimed}
-      )
-      ${claimedInOrder}`,
-
-    /**
-     * Claims up to each type's allowance in priority order. The allowance is the worker's free
-     * capacity for the type, cut by its circuit (closed: all; open: none; cool-down over: one probe,
-     * taken by whichever claim flips the circuit to half-open first, under the row lock), its rate
-     * limit (starts in the window) and its global concurrency (running jobs); callers hold the
-     * type's job_types row lock for the last two (claimLimitedLock), so those counts are exact.
-     * A job with an ordering key is claimable only while it is the oldest unfinished job of its key.
-     * FOR UPDATE SKIP LOCKED means two workers never lock the same row, and the status is rechecked
-     * on the locked row version, so a job is claimed once; the MATERIALIZED CTE fences the LIMIT
-     * from the planner. A job without its own maxAttempts takes the claiming handler's.
-     */
-    claim: `
-      WITH wanted AS (
-        SELECT * FROM unnest($1::text[], $2::int[], $6::int[], $7::int[], $8::int[], $9::int[])
-                 AS w(type, n, max_attempts, rate_max, rate_window_ms, global_max)
-      ), probes AS (
-        UPDATE ${types} t
-        SET circuit_state = 'half-open', reopen_at = now() + t.cooldown_ms * interval '1 millisecond'
-        WHERE t.type IN (SELECT type FROM wanted) AND t.circuit_state <> 'closed' AND t.reopen_at <= now()
-        RETURNING t.type
-      ), allowed AS (
-        SELECT w.type, w.max_attempts, LEAST(
-          w.n,
-          CASE WHEN p.type IS NOT NULL THEN 1 WHEN t.circuit_state IS NULL OR t.circuit_state = 'closed' THEN w.n ELSE 0 END,
-          CASE WHEN w.rate_max IS NULL THEN w.n
-               ELSE w.rate_max - (SELECT count(*) FROM ${starts} s
-                                  WHERE s.type = w.type AND s.started_at > clock_timestamp() - w.rate_window_ms * interval '1 millisecond')::int
-          END,
-          CASE WHEN w.global_max IS NULL THEN w.n
-               ELSE w.global_max - (SELECT count(*) FROM ${jobs} r WHERE r.type = w.type AND r.status = 'processing')::int
-          END) AS n
-        FROM wanted w
-        LEFT JOIN ${types} t ON t.type = w.type
-        LEFT JOIN probes p ON p.type = w.type
-      ), picked AS MATERIALIZED (
-        ${pickClaimable('allowed w', 'GREATEST(w.n, 0)')}
-      ), claimed AS (
-        ${markClaimed}
-      ), started AS (
-        INSERT INTO ${starts} (type, job_id, started_at)
-        SELECT claimed.type, claimed.id, clock_timestamp() FROM claimed JOIN wanted w ON w.type = claimed.type
-        WHERE w.rate_max IS NOT NULL
-      )
-      ${claimedInOrder}`,
 
     /**
      * Taken in the claim's transaction before it, for types with a rate limit or global

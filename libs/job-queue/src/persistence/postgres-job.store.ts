@@ -16,6 +16,7 @@ import type {
   ReapedJob,
   RenewalResult,
 } from './job.store.js';
+import { ClaimQuery } from './claim-query.js';
 import { jobSql, type JobSql } from './job.sql.js';
 import type { JobRecord } from './job-record.js';
 import { JOB_STATUSES, type JobStatus } from './job-status.js';
@@ -31,7 +32,8 @@ const MAX_ENQUEUE_ROUNDS = 3;
 export class PostgresJobStore implements JobStore {
   private readonly sql: JobSql;
 
-  private readonly named: (statement: keyof JobSql) => string;
+  private readonly named: (statement: keyof JobSql | 'claimPlain' | 'claimFlow') => string;
+  private readonly claims: ClaimQuery;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -42,6 +44,7 @@ export class PostgresJobStore implements JobStore {
     private readonly executor: SqlExecutor = poolExecutor(pool, prepare),
   ) {
     this.sql = jobSql(schema);
+    this.claims = new ClaimQuery(schema);
     // Statement names are per connection and must stay under PostgreSQL's 63-byte identifiers.
     const tag = createHash('sha1').update(schema).digest('hex').slice(0, 8);
     this.named = (statement) => `ajq_${tag}_${statement}`;
@@ -120,40 +123,34 @@ export class PostgresJobStore implements JobStore {
   }
 
   async claim(request: ClaimRequest): Promise<ClaimedJob[]> {
-    const params = [
-      request.perType.map((t) => t.type),
-      request.perType.map((t) => t.limit),
-      request.limit,
-      request.workerId,
-      request.leaseMs,
-      request.perType.map((t) => t.maxAttempts),
-      request.perType.map((t) => t.rateMax ?? null),
-      request.perType.map((t) => t.rateWindowMs ?? null),
-      request.perType.map((t) => t.globalMax ?? null),
-    ];
+    const typeCount = request.perType.length;
+    if (typeCount === 0) return [];
     const limited = request.perType.filter((t) => t.rateMax != null || t.globalMax != null).map((t) => t.type);
-    let rows: Record<string, any>[];
-    if (limited.length > 0) rows = await this.claimLimited(limited, params);
-    else if (request.flowControl) rows = (await this.executor.query(this.sql.claim, params, this.named('claim'))).rows;
-    else rows = (await this.executor.query(this.sql.claimPlain, params.slice(0, 6), this.named('claimPlain'))).rows;
-    return rows
-      .map((row) => ({
-        id: row.id,
-        type: row.type,
-        payload: row.payload,
-        attempt: row.attempts,
-        maxAttempts: row.max_attempts,
-        idempotencyKey: row.idempotency_key,
-        priority: row.priority,
-        leaseToken: row.lease_token,
-      }));
+    // The statements name their columns as ClaimedJob's fields: the rows are the jobs.
+    if (limited.length > 0) {
+      return this.claimLimited(limited, this.claims.flowText(typeCount), this.claims.flowParams(request));
+    }
+    if (request.flowControl) {
+      const { rows } = await this.executor.query<ClaimedJob>(
+        this.claims.flowText(typeCount),
+        this.claims.flowParams(request),
+        `${this.named('claimFlow')}_${typeCount}`,
+      );
+      return rows;
+    }
+    const { rows } = await this.executor.query<ClaimedJob>(
+      this.claims.plainText(typeCount),
+      this.claims.plainParams(request),
+      `${this.named('claimPlain')}_${typeCount}`,
+    );
+    return rows;
   }
 
   /** Claims holding the limited types' row locks, so their counts cannot be raced. */
-  private claimLimited(types: string[], params: unknown[]): Promise<Record<string, any>[]> {
+  private claimLimited(types: string[], text: string, params: unknown[]): Promise<ClaimedJob[]> {
     return this.inTransaction(async (client) => {
       await client.query(this.sql.claimLimitedLock, [types]);
-      return (await client.query(this.sql.claim, params)).rows;
+      return (await client.query<ClaimedJob>(text, params)).rows;
     });
   }
 
