@@ -131,7 +131,8 @@ export class JobRunner {
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as PromiseLike<unknown>).then === 'function';
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return false;
+  return typeof (value as PromiseLike<unknown>).then === 'function';
 }
 
 /** The outcome of every handler that returns nothing: one shared object, not one per job. */

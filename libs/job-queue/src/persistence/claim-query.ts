@@ -35,12 +35,7 @@ export class ClaimQuery {
 
   /** The claim for workers without flow control: each type's free capacity, in priority order. */
   plainText(typeCount: number): string {
-    let text = this.plain.get(typeCount);
-    if (!text) {
-      text = this.buildPlain(typeCount);
-      this.plain.set(typeCount, text);
-    }
-    return text;
+    return cached(this.plain, typeCount, () => this.buildPlain(typeCount));
   }
 
   /**
@@ -53,12 +48,7 @@ export class ClaimQuery {
    * when the statement commits).
    */
   flowText(typeCount: number): string {
-    let text = this.flow.get(typeCount);
-    if (!text) {
-      text = this.buildFlow(typeCount);
-      this.flow.set(typeCount, text);
-    }
-    return text;
+    return cached(this.flow, typeCount, () => this.buildFlow(typeCount));
   }
 
   plainParams(request: ClaimRequest): unknown[] {
@@ -192,6 +182,16 @@ const CLAIMED_IN_ORDER = `
       SELECT id::text AS id, type, payload, attempts AS attempt, max_attempts AS "maxAttempts",
              idempotency_key AS "idempotencyKey", priority, lease_token::text AS "leaseToken"
       FROM claimed ORDER BY priority DESC, run_at, claimed.id`;
+
+/** A worker's type count never changes much: each statement text is built once per count. */
+function cached(texts: Map<number, string>, typeCount: number, build: () => string): string {
+  let text = texts.get(typeCount);
+  if (text === undefined) {
+    text = build();
+    texts.set(typeCount, text);
+  }
+  return text;
+}
 
 function unionOf(typeCount: number): string {
   return range(typeCount)
