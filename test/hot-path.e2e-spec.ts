@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ClaimQuery } from '../libs/job-queue/src/persistence/claim-query.js';
 import { jobSql } from '../libs/job-queue/src/persistence/job.sql.js';
@@ -16,8 +17,8 @@ describe('hot path statements', () => {
   let api: QueueApp;
   const sql = jobSql('job_queue');
   const claims = new ClaimQuery('job_queue');
-  /** claims.plainText(1)'s parameters for one type. */
-  const claimOf = (type: string, n: number) => [n, 'w', 30_000, type, n, 3];
+  /** claims.plainText's parameters for one type. */
+  const claimOf = (type: string, n: number) => [[type], [n], n, 'w', 30_000, [3]];
 
   beforeAll(async () => {
     db = await createTestDatabase(inject('adminUrl'));
@@ -105,14 +106,14 @@ describe('hot path statements', () => {
     await api.producer.enqueueMany(Array.from({ length: 3_000 }, (_, i) => ({ type: 'hot.churn', payload: { i } })));
     // History the way a busy worker makes it: claimed and completed in batches, no vacuum since.
     for (let round = 0; round < 10; round++) {
-      const claimed = await db.query<{ id: string; leaseToken: string }>(claims.plainText(1), claimOf('hot.churn', 250));
+      const claimed = await db.query<{ id: string; leaseToken: string }>(claims.plainText, claimOf('hot.churn', 250));
       expect(claimed).toHaveLength(250);
       const [done] = await db.query<{ ids: string }>(sql.completeMany, [claimed.map((j) => j.id), tokens(claimed), results(claimed)]);
       expect(done.ids.split(',').sort()).toEqual(claimed.map((j) => j.id).sort());
     }
-    const held = await db.query<{ id: string; leaseToken: string }>(claims.plainText(1), claimOf('hot.churn', 200));
+    const held = await db.query<{ id: string; leaseToken: string }>(claims.plainText, claimOf('hot.churn', 200));
     const plans = {
-      claim: await plan(claims.plainText(1), claimOf('hot.churn', 250)),
+      claim: await plan(claims.plainText, claimOf('hot.churn', 250)),
       completeMany: await plan(sql.completeMany, [held.map((j) => j.id), tokens(held), results(held)]),
       renewLeases: await plan(sql.renewLeases, [held.map((j) => j.id), tokens(held), 30_000]),
       release: await plan(sql.release, [held.map((j) => j.id), tokens(held)]),
@@ -145,15 +146,29 @@ describe('hot path statements', () => {
       SELECT 'hot.backlog' || (g % 3), '{}'::jsonb, 3 FROM generate_series(1, 300000) g`);
     await db.query('ANALYZE job_queue.jobs');
     const [{ jit_above_cost: jitAboveCost }] = await db.query(`SELECT current_setting('jit_above_cost')::float8 AS jit_above_cost`);
-    const plain = await planJson(claims.plainText(3), [
-      500, 'w', 30_000, 'hot.backlog0', 200, 3, 'hot.backlog1', 200, 3, 'hot.backlog2', 100, 3,
-    ]);
-    const flow = await planJson(claims.flowText(2), [
-      20, 'w', 30_000, 'hot.backlog0', 10, 3, 5, 1_000, null, 'hot.backlog1', 10, 3, null, null, 4,
-    ]);
+    const plain = await planJson(claims.plainText, [['hot.backlog0', 'hot.backlog1', 'hot.backlog2'], [200, 200, 100], 500, 'w', 30_000, [3, 3, 3]]);
+    const flow = await planJson(claims.flowText, [['hot.backlog0', 'hot.backlog1'], [10, 10], 20, 'w', 30_000, [3, 3], [5, null], [1_000, null], [null, 4]]);
     for (const [statement, explained] of Object.entries({ plain, flow })) {
       expect(explained.JIT, statement).toBeUndefined();
       expect(explained.Plan['Total Cost'], statement).toBeLessThan(Math.min(jitAboveCost, 10_000));
+    }
+    // Capped by the total limit for the planner's sake, yet only each type's allowance is locked.
+    const claimer = new pg.Client({ connectionString: db.url });
+    await claimer.connect();
+    try {
+      await claimer.query('BEGIN');
+      const { rows } = await claimer.query(claims.plainText, [['hot.backlog0'], [2], 500, 'w', 30_000, [3]]);
+      expect(rows).toHaveLength(2);
+      const [{ waiting, lockable }] = await db.query(`
+        SELECT (SELECT count(*) FROM job_queue.jobs WHERE type = 'hot.backlog0' AND status = 'pending')::int AS waiting,
+               (SELECT count(*) FROM (SELECT id FROM job_queue.jobs WHERE type = 'hot.backlog0' AND status = 'pending'
+                                      FOR UPDATE SKIP LOCKED) free)::int AS lockable`);
+      // From here the two claimed rows still read as pending (not committed) and are locked; a row
+      // locked beyond them would be missing from `lockable` too.
+      expect(waiting - lockable).toBe(2);
+      await claimer.query('ROLLBACK');
+    } finally {
+      await claimer.end();
     }
     await db.query(`DELETE FROM job_queue.jobs WHERE type LIKE 'hot.backlog%'`);
   });

@@ -123,34 +123,21 @@ export class PostgresJobStore implements JobStore {
   }
 
   async claim(request: ClaimRequest): Promise<ClaimedJob[]> {
-    const typeCount = request.perType.length;
-    if (typeCount === 0) return [];
+    if (request.perType.length === 0) return [];
     const limited = request.perType.filter((t) => t.rateMax != null || t.globalMax != null).map((t) => t.type);
     // The statements name their columns as ClaimedJob's fields: the rows are the jobs.
-    if (limited.length > 0) {
-      return this.claimLimited(limited, this.claims.flowText(typeCount), this.claims.flowParams(request));
-    }
+    if (limited.length > 0) return this.claimLimited(limited, this.claims.flowParams(request));
     if (request.flowControl) {
-      const { rows } = await this.executor.query<ClaimedJob>(
-        this.claims.flowText(typeCount),
-        this.claims.flowParams(request),
-        `${this.named('claimFlow')}_${typeCount}`,
-      );
-      return rows;
+      return (await this.executor.query<ClaimedJob>(this.claims.flowText, this.claims.flowParams(request), this.named('claimFlow'))).rows;
     }
-    const { rows } = await this.executor.query<ClaimedJob>(
-      this.claims.plainText(typeCount),
-      this.claims.plainParams(request),
-      `${this.named('claimPlain')}_${typeCount}`,
-    );
-    return rows;
+    return (await this.executor.query<ClaimedJob>(this.claims.plainText, this.claims.plainParams(request), this.named('claimPlain'))).rows;
   }
 
   /** Claims holding the limited types' row locks, so their counts cannot be raced. */
-  private claimLimited(types: string[], text: string, params: unknown[]): Promise<ClaimedJob[]> {
+  private claimLimited(types: string[], params: unknown[]): Promise<ClaimedJob[]> {
     return this.inTransaction(async (client) => {
       await client.query(this.sql.claimLimitedLock, [types]);
-      return (await client.query<ClaimedJob>(text, params)).rows;
+      return (await client.query<ClaimedJob>(this.claims.flowText, params)).rows;
     });
   }
 
