@@ -83,6 +83,24 @@ class ConcurrencyHandlers {
   }
 }
 
+/** Held jobs wait here until the test lets them go. */
+const held = { started: 0, release: null as (() => void) | null, gate: Promise.resolve() };
+const freeRan: string[] = [];
+
+@Injectable()
+class HeldBackHandlers {
+  @JobHandler('worker.held', { concurrency: 1 })
+  async heldJob() {
+    held.started++;
+    await held.gate;
+  }
+
+  @JobHandler('worker.unheld')
+  unheld(_payload: unknown, job: JobContext) {
+    freeRan.push(job.id);
+  }
+}
+
 const noClaimCalls: string[] = [];
 
 /** Given to a producer-only app: it must never run. */
@@ -243,6 +261,36 @@ describe('worker', () => {
       // The limits were reached, so the bounds above were really exercised.
       expect(load.maxRunning).toBe(4);
       expect(load.maxLimitedRunning).toBe(2);
+    });
+  });
+
+  describe('claiming around held-back jobs', () => {
+    it('claims other types for free slots while its buffer holds only jobs their type’s concurrency holds back', async () => {
+      held.gate = new Promise<void>((resolve) => (held.release = resolve));
+      const worker = await startQueueApp(db.url, { concurrency: 4, workerId: 'worker-held' }, [HeldBackHandlers]);
+      try {
+        // One runs (type concurrency 1); another is claimed ahead and waits in the buffer.
+        await api.producer.enqueueMany(Array.from({ length: 3 }, (_, i) => ({ type: 'worker.held', payload: { i } })));
+        await waitFor(
+          async () =>
+            (await db.query(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE type = 'worker.held' AND status = 'processing'`))[0].n >=
+            2,
+          { message: 'a held job running and another buffered' },
+        );
+        expect(held.started).toBe(1);
+        // Three slots are free: a job of another type runs while the held one still blocks its type.
+        const { id } = await api.producer.enqueue('worker.unheld', {});
+        await waitFor(() => freeRan.includes(id), { message: 'the other type’s job to run' });
+        expect(held.started).toBe(1);
+      } finally {
+        held.release?.();
+        await waitFor(
+          async () =>
+            (await db.query(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE type = 'worker.held' AND status = 'completed'`))[0].n === 3,
+          { message: 'held jobs finished' },
+        );
+        await worker.close();
+      }
     });
   });
 

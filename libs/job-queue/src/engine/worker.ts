@@ -239,15 +239,17 @@ export class Worker implements LeaseHolder {
   }
 
   /**
-   * Claim when slots are free and the buffer is empty, or the buffer is down to its low-water
-   * mark, unless the queue looked empty recently or outcomes are falling behind.
+   * Claim when slots are free, or the buffer is down to its low-water mark, unless the queue
+   * looked empty recently or outcomes are falling behind. Buffered jobs are started as soon as a
+   * slot frees (pump), so a free slot means the buffer is empty or holds only jobs their type's
+   * limits hold back: other types' jobs must still be claimed for it.
    */
   private wantsToClaim(): boolean {
+    const slotsFree = this.running < this.settings.concurrency;
     // Cheapest tests first: this runs each time a job finishes.
-    if (this.buffer.length > this.prefetch * LOW_WATER || this.recording >= this.recordingLimit) return false;
+    if ((!slotsFree && this.buffer.length > this.prefetch * LOW_WATER) || this.recording >= this.recordingLimit) return false;
     if (this.queueLooksEmpty && Date.now() - this.lastClaimAt < this.settings.pollIntervalMs) return false;
-    if (this.running < this.settings.concurrency && this.buffer.length === 0) return true;
-    return this.buffer.length <= this.currentPrefetch() * LOW_WATER;
+    return slotsFree || this.buffer.length <= this.currentPrefetch() * LOW_WATER;
   }
 
   /**
