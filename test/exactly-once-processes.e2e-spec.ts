@@ -86,10 +86,16 @@ describe('exactly-once effects across killed worker processes', () => {
     // Deterministic "random" run times, so a failure can be replayed.
     let seed = 20251130;
     const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
-    const results = await producer.producer.enqueueMany(
-      Array.from({ length: total }, () => ({ type: 'fixture.tx-row', payload: { ms: 60 + Math.floor(random() * 120) } })),
-    );
-    expect(new Set(results.map((r) => r.id)).size).toBe(total);
+    const jobs = Array.from({ length: total }, () => ({ type: 'fixture.tx-row', payload: { ms: 60 + Math.floor(random() * 120) } }));
+    // Enqueued in four quarters, the next one before each kill: on a slow machine a replacement
+    // worker takes seconds to boot, and a queue filled up front could be drained by then, leaving
+    // the next victim nothing in flight to lose.
+    const results: Array<{ id: string }> = [];
+    const enqueueQuarter = async () => {
+      const from = results.length;
+      results.push(...(await producer.producer.enqueueMany(jobs.slice(from, from + total / 4))));
+    };
+    await enqueueQuarter();
 
     const slots: ChildWorker[] = [];
     const ids: string[] = [];
@@ -106,6 +112,7 @@ describe('exactly-once effects across killed worker processes', () => {
     const killed: string[] = [];
     for (const threshold of [100, 350, 600]) {
       await waitFor(async () => (await completed()) >= threshold, { timeoutMs: 40_000, message: `${threshold} jobs completed` });
+      await enqueueQuarter();
       const slot = Math.floor(random() * 3);
       // Kill it while it has transactions in flight (business rows inserted, not committed).
       const victim = ids[slot];
@@ -120,6 +127,7 @@ describe('exactly-once effects across killed worker processes', () => {
       await start(slot);
     }
     expect(killed).toHaveLength(3);
+    expect(new Set(results.map((r) => r.id)).size).toBe(total);
 
     await waitFor(async () => (await completed()) === total, { timeoutMs: 60_000, message: 'all jobs completed' });
     const [statuses] = await db.query(
