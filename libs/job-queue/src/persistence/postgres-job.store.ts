@@ -371,12 +371,12 @@ function keyOf(type: string, key: string): string {
   return `${type}\u0000${key}`;
 }
 
-/** `{"<id>": "<token>", …}`, the lease map the batched fenced statements match rows against. */
 /** A bigint[] literal of the leases' ids: decimal strings from the database, nothing to escape. */
 function idArray(leases: readonly Lease[]): string {
   return `{${leases.map((l) => l.id).join(',')}}`;
 }
 
+/** `{"<id>": "<token>", …}`, the lease map the batched fenced statements match rows against. */
 function tokensById(leases: readonly Lease[]): string {
   // Ids are decimal strings and tokens UUIDs (both from the database): nothing to escape.
   return `{${leases.map((l) => `"${l.id}":"${l.leaseToken}"`).join(',')}}`;
