@@ -115,10 +115,6 @@ export class ClaimQuery {
   }
 
   plainParams(request: ClaimRequest): unknown[] {
-    return this.flowParams(request).slice(0, 6);
-  }
-
-  flowParams(request: ClaimRequest): unknown[] {
     return [
       request.perType.map((t) => t.type),
       request.perType.map((t) => t.limit),
@@ -126,6 +122,12 @@ export class ClaimQuery {
       request.workerId,
       request.leaseMs,
       request.perType.map((t) => t.maxAttempts),
+    ];
+  }
+
+  flowParams(request: ClaimRequest): unknown[] {
+    return [
+      ...this.plainParams(request),
       request.perType.map((t) => t.rateMax ?? null),
       request.perType.map((t) => t.rateWindowMs ?? null),
       request.perType.map((t) => t.globalMax ?? null),
