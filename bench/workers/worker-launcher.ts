@@ -12,6 +12,8 @@ const STOP_TIMEOUT_MS = 60_000;
 export interface RunCounts {
   counts: Uint8Array;
   outOfRange: number;
+  /** Monotonic time (ns) the first job started in this process; null when none ran. */
+  firstStartAt: bigint | null;
 }
 
 export interface WorkerProcess {
@@ -114,7 +116,11 @@ export async function launchWorkerProcess(config: WorkerProcessConfig): Promise<
       if (code !== 0 || reply instanceof Error) {
         throw new Error(`${describe()} did not stop cleanly (code ${code}, signal ${signal}): ${failure ?? ''}\n${stderr}`);
       }
-      return { counts: new Uint8Array(Buffer.from(reply.counts, 'base64')), outOfRange: reply.outOfRange };
+      return {
+        counts: new Uint8Array(Buffer.from(reply.counts, 'base64')),
+        outOfRange: reply.outOfRange,
+        firstStartAt: reply.firstStartAt === null ? null : BigInt(reply.firstStartAt),
+      };
     },
     kill: () => kill(child),
   };

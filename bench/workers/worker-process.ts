@@ -13,6 +13,8 @@ const counts = new Uint8Array(config.expectedJobs);
 /** Diagnostic: BENCH_TRACE_SQL=1 prints this process's statements per job when it stops. */
 const sqlTrace = process.env.BENCH_TRACE_SQL === '1' ? traceSql() : null;
 let outOfRange = 0;
+/** When the first job started (hrtime ns), so a drain's clock can start no later than that. */
+let firstStartAt: bigint | null = null;
 
 function send(message: FromWorker): Promise<void> {
   return new Promise((resolve) => {
@@ -29,6 +31,7 @@ function memory(): MemoryReading {
 
 function onJob(payload: BenchPayload): void {
   const at = config.reportStarts ? process.hrtime.bigint() : 0n;
+  firstStartAt ??= at || process.hrtime.bigint();
   const seq = payload?.seq;
   if (Number.isInteger(seq) && seq >= 0 && seq < counts.length) {
     if (counts[seq] < 255) counts[seq]++;
@@ -53,7 +56,12 @@ async function main(): Promise<void> {
             const title = `SQL trace, ${config.adapter} worker ${process.pid}, ${jobs} jobs at concurrency ${config.concurrency}`;
             process.stdout.write(`${title}:\n${sqlTrace.summary(jobs)}\n`);
           }
-          return send({ kind: 'stopped', counts: Buffer.from(counts).toString('base64'), outOfRange }).then(() => process.exit(0));
+          return send({
+            kind: 'stopped',
+            counts: Buffer.from(counts).toString('base64'),
+            outOfRange,
+            firstStartAt: firstStartAt?.toString() ?? null,
+          }).then(() => process.exit(0));
         },
         (error) => send({ kind: 'failed', error: String(error?.stack ?? error) }).then(() => process.exit(1)),
       );

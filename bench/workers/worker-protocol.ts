@@ -28,7 +28,8 @@ export type FromWorker =
   /** `at` is process.hrtime.bigint() as a string: CLOCK_MONOTONIC, comparable across processes. */
   | { kind: 'started'; seq: number; at: string; trace?: PickupTrace }
   /** After a graceful stop. `counts`: base64 of one byte per seq, the number of runs (saturating at 255). */
-  | { kind: 'stopped'; counts: string; outOfRange: number }
+  /** `firstStartAt`: hrtime of the first job's start, as a string; null when no job ran. */
+  | { kind: 'stopped'; counts: string; outOfRange: number; firstStartAt: string | null }
   | { kind: 'failed'; error: string };
 
 export const WORKER_CONFIG_ENV = 'BENCH_WORKER';
