@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ClaimQuery } from '../libs/job-queue/src/persistence/claim-query.js';
 import { jobSql } from '../libs/job-queue/src/persistence/job.sql.js';
+import type { ClaimRequest, TypeClaim } from '../libs/job-queue/src/persistence/job.store.js';
 import { startQueueApp, type QueueApp } from './support/queue-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 
@@ -17,8 +18,15 @@ describe('hot path statements', () => {
   let api: QueueApp;
   const sql = jobSql('job_queue');
   const claims = new ClaimQuery('job_queue');
+  /** A claim request: each type with its allowance; `limit` defaults to their sum. */
+  const request = (perType: TypeClaim[], limit = perType.reduce((sum, t) => sum + t.limit, 0)): ClaimRequest => ({
+    workerId: 'w',
+    leaseMs: 30_000,
+    limit,
+    perType,
+  });
   /** claims.plainText's parameters for one type. */
-  const claimOf = (type: string, n: number) => [[type], [n], n, 'w', 30_000, [3]];
+  const claimOf = (type: string, n: number) => claims.plainParams(request([{ type, limit: n, maxAttempts: 3 }]));
 
   beforeAll(async () => {
     db = await createTestDatabase(inject('adminUrl'));
@@ -102,6 +110,24 @@ describe('hot path statements', () => {
     expect(n).toBe(0);
   });
 
+  it('gives each claim its own token, so an attempt whose job was claimed again completes nothing', async () => {
+    await api.producer.enqueueMany([
+      { type: 'hot.fence', payload: { n: 1 } },
+      { type: 'hot.fence', payload: { n: 2 } },
+    ]);
+    const [a, b] = await db.query<{ id: string; leaseToken: string }>(claims.plainText, claimOf('hot.fence', 2));
+    expect(a.leaseToken).toBe(b.leaseToken);
+    // a's lease is given up (as on shutdown) and a later claim takes it again: a new attempt.
+    await db.query(sql.release, [[a.id], tokens([a])]);
+    const [again] = await db.query<{ id: string; leaseToken: string }>(claims.plainText, claimOf('hot.fence', 2));
+    expect(again.id).toBe(a.id);
+    expect(again.leaseToken).not.toBe(a.leaseToken);
+    const [stale] = await db.query<{ ids: string | null }>(sql.completeMany, [[a.id], tokens([a]), results([a])]);
+    expect(stale.ids).toBeNull();
+    const [current] = await db.query<{ ids: string | null }>(sql.completeMany, [[again.id, b.id], tokens([again, b]), results([again, b])]);
+    expect(current.ids?.split(',').sort()).toEqual([a.id, b.id].sort());
+  });
+
   it('plans claims, batched completions, renewals and releases on the primary key of a never-vacuumed table', async () => {
     await api.producer.enqueueMany(Array.from({ length: 3_000 }, (_, i) => ({ type: 'hot.churn', payload: { i } })));
     // History the way a busy worker makes it: claimed and completed in batches, no vacuum since.
@@ -146,8 +172,25 @@ describe('hot path statements', () => {
       SELECT 'hot.backlog' || (g % 3), '{}'::jsonb, 3 FROM generate_series(1, 300000) g`);
     await db.query('ANALYZE job_queue.jobs');
     const [{ jit_above_cost: jitAboveCost }] = await db.query(`SELECT current_setting('jit_above_cost')::float8 AS jit_above_cost`);
-    const plain = await planJson(claims.plainText, [['hot.backlog0', 'hot.backlog1', 'hot.backlog2'], [200, 200, 100], 500, 'w', 30_000, [3, 3, 3]]);
-    const flow = await planJson(claims.flowText, [['hot.backlog0', 'hot.backlog1'], [10, 10], 20, 'w', 30_000, [3, 3], [5, null], [1_000, null], [null, 4]]);
+    const plain = await planJson(
+      claims.plainText,
+      claims.plainParams(
+        request([
+          { type: 'hot.backlog0', limit: 200, maxAttempts: 3 },
+          { type: 'hot.backlog1', limit: 200, maxAttempts: 3 },
+          { type: 'hot.backlog2', limit: 100, maxAttempts: 3 },
+        ]),
+      ),
+    );
+    const flow = await planJson(
+      claims.flowText,
+      claims.flowParams(
+        request([
+          { type: 'hot.backlog0', limit: 10, maxAttempts: 3, rateMax: 5, rateWindowMs: 1_000 },
+          { type: 'hot.backlog1', limit: 10, maxAttempts: 3, globalMax: 4 },
+        ]),
+      ),
+    );
     for (const [statement, explained] of Object.entries({ plain, flow })) {
       expect(explained.JIT, statement).toBeUndefined();
       expect(explained.Plan['Total Cost'], statement).toBeLessThan(Math.min(jitAboveCost, 10_000));
@@ -157,7 +200,7 @@ describe('hot path statements', () => {
     await claimer.connect();
     try {
       await claimer.query('BEGIN');
-      const { rows } = await claimer.query(claims.plainText, [['hot.backlog0'], [2], 500, 'w', 30_000, [3]]);
+      const { rows } = await claimer.query(claims.plainText, claims.plainParams(request([{ type: 'hot.backlog0', limit: 2, maxAttempts: 3 }], 500)));
       expect(rows).toHaveLength(2);
       const [{ waiting, lockable }] = await db.query(`
         SELECT (SELECT count(*) FROM job_queue.jobs WHERE type = 'hot.backlog0' AND status = 'pending')::int AS waiting,
