@@ -18,6 +18,8 @@ describe('hot path statements', () => {
   let api: QueueApp;
   const sql = jobSql('job_queue');
   const claims = new ClaimQuery('job_queue');
+  const NO_TOKEN = '00000000-0000-4000-8000-000000000000';
+  type HeldJob = { id: string; leaseToken: string };
   /** A claim request: each type with its allowance; `limit` defaults to their sum. */
   const request = (perType: TypeClaim[], limit = perType.reduce((sum, t) => sum + t.limit, 0)): ClaimRequest => ({
     workerId: 'w',
@@ -118,13 +120,14 @@ describe('hot path statements', () => {
     const [a, b] = await db.query<{ id: string; leaseToken: string }>(claims.plainText, claimOf('hot.fence', 2));
     expect(a.leaseToken).toBe(b.leaseToken);
     // a's lease is given up (as on shutdown) and a later claim takes it again: a new attempt.
-    await db.query(sql.release, [[a.id], tokens([a])]);
+    await db.query(sql.release, [[a.id], ...fence([a])]);
     const [again] = await db.query<{ id: string; leaseToken: string }>(claims.plainText, claimOf('hot.fence', 2));
     expect(again.id).toBe(a.id);
     expect(again.leaseToken).not.toBe(a.leaseToken);
-    const [stale] = await db.query<{ ids: string | null }>(sql.completeMany, [[a.id], tokens([a]), results([a])]);
+    const [stale] = await db.query<{ ids: string | null }>(sql.completeMany, completion([a]));
     expect(stale.ids).toBeNull();
-    const [current] = await db.query<{ ids: string | null }>(sql.completeMany, [[again.id, b.id], tokens([again, b]), results([again, b])]);
+    // Two claims' jobs in one batch: b's token is the usual one, again's comes from the map.
+    const [current] = await db.query<{ ids: string | null }>(sql.completeMany, completion([b, again]));
     expect(current.ids?.split(',').sort()).toEqual([a.id, b.id].sort());
   });
 
@@ -134,34 +137,28 @@ describe('hot path statements', () => {
     for (let round = 0; round < 10; round++) {
       const claimed = await db.query<{ id: string; leaseToken: string }>(claims.plainText, claimOf('hot.churn', 250));
       expect(claimed).toHaveLength(250);
-      const [done] = await db.query<{ ids: string }>(sql.completeMany, [claimed.map((j) => j.id), tokens(claimed), results(claimed)]);
+      const [done] = await db.query<{ ids: string }>(sql.completeMany, completion(claimed));
       expect(done.ids.split(',').sort()).toEqual(claimed.map((j) => j.id).sort());
     }
     const held = await db.query<{ id: string; leaseToken: string }>(claims.plainText, claimOf('hot.churn', 200));
     const plans = {
       claim: await plan(claims.plainText, claimOf('hot.churn', 250)),
-      completeMany: await plan(sql.completeMany, [held.map((j) => j.id), tokens(held), results(held)]),
-      renewLeases: await plan(sql.renewLeases, [held.map((j) => j.id), tokens(held), 30_000]),
-      release: await plan(sql.release, [held.map((j) => j.id), tokens(held)]),
+      completeMany: await plan(sql.completeMany, completion(held)),
+      renewLeases: await plan(sql.renewLeases, renewal(held)),
+      release: await plan(sql.release, [held.map((j) => j.id), ...fence(held)]),
     };
     for (const [statement, text] of Object.entries(plans)) {
       expect(text, statement).toMatch(/jobs_pkey/);
       expect(text, statement).not.toMatch(/Seq Scan on jobs|jobs_lease_idx/);
     }
-    // And they are right, not just cheap: a wrong token matches nothing, the right ones match all.
-    const wrong = await db.query<{ held: boolean }>(sql.renewLeases, [
-      held.map((j) => j.id),
-      JSON.stringify(Object.fromEntries(held.map((j) => [j.id, '00000000-0000-4000-8000-000000000000']))),
-      30_000,
-    ]);
-    expect(wrong.filter((r) => r.held)).toHaveLength(0);
-    const [none] = await db.query<{ ids: string | null }>(sql.completeMany, [
-      held.map((j) => j.id),
-      JSON.stringify(Object.fromEntries(held.map((j) => [j.id, '00000000-0000-4000-8000-000000000000']))),
-      results(held),
-    ]);
+    // And they are right, not just cheap: a wrong token matches nothing, whether it is the usual
+    // one or the map's (which overrides the usual one); the right ones match all.
+    const wrongUsual = await db.query<{ held: boolean }>(sql.renewLeases, renewal(held, ['{}', NO_TOKEN]));
+    expect(wrongUsual.filter((r) => r.held)).toHaveLength(0);
+    const wrongMap = JSON.stringify(Object.fromEntries(held.map((j) => [j.id, NO_TOKEN])));
+    const [none] = await db.query<{ ids: string | null }>(sql.completeMany, completion(held, [wrongMap, held[0].leaseToken]));
     expect(none.ids).toBeNull();
-    const released = await db.query(sql.release, [held.map((j) => j.id), tokens(held)]);
+    const released = await db.query(sql.release, [held.map((j) => j.id), ...fence(held)]);
     expect(released).toHaveLength(200);
   });
 
@@ -224,8 +221,20 @@ describe('hot path statements', () => {
     return row['QUERY PLAN'][0];
   }
 
-  function tokens(jobs: ReadonlyArray<{ id: string; leaseToken: string }>): string {
-    return JSON.stringify(Object.fromEntries(jobs.map((j) => [j.id, j.leaseToken])));
+  /** The batched fenced statements' tokens: the first job's as the usual one, the others mapped by id. */
+  function fence(jobs: readonly HeldJob[]): [others: string, usual: string] {
+    const usual = jobs[0].leaseToken;
+    return [JSON.stringify(Object.fromEntries(jobs.filter((j) => j.leaseToken !== usual).map((j) => [j.id, j.leaseToken]))), usual];
+  }
+
+  /** completeMany's parameters. */
+  function completion(jobs: readonly HeldJob[], [others, usual] = fence(jobs)): unknown[] {
+    return [jobs.map((j) => j.id), others, results(jobs), usual];
+  }
+
+  /** renewLeases' parameters. */
+  function renewal(jobs: readonly HeldJob[], [others, usual] = fence(jobs)): unknown[] {
+    return [jobs.map((j) => j.id), others, 30_000, usual];
   }
 
   function results(jobs: ReadonlyArray<{ id: string }>): string {

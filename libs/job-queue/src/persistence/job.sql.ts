@@ -11,12 +11,14 @@ export function jobSql(schema: string) {
   /**
    * The rows of a batch this worker still holds: found on the primary key (`= ANY (ARRAY(…))`
    * hides the array's size from the planner, so it never prefers a table scan or a status index
-   * full of dead entries), each still carrying the token this worker holds for it ($tokens maps
-   * id → token). The claim sets a token and everything that ends an attempt clears it; a CHECK
-   * ties it to 'processing'. So a matching token means: still this worker's, still running.
+   * full of dead entries), each still carrying the token this worker holds for it: the batch's
+   * usual token ($usual), or the one `$others` maps the id to (a claim gives all its jobs one
+   * token, so most of a batch shares one and the map stays small). The claim sets a token and
+   * everything that ends an attempt clears it; a CHECK ties it to 'processing'. So a matching
+   * token means: still this worker's, still running.
    */
-  const heldBy = (ids: string, tokens: string) =>
-    `j.id = ANY (ARRAY(SELECT unnest(${ids}::bigint[]))) AND j.lease_token = (${tokens}::jsonb ->> j.id::text)::uuid`;
+  const heldBy = (ids: string, others: string, usual: string) =>
+    `j.id = ANY (ARRAY(SELECT unnest(${ids}::bigint[]))) AND j.lease_token = COALESCE((${others}::jsonb ->> j.id::text)::uuid, ${usual}::uuid)`;
   /** Wraps a fenced UPDATE … RETURNING id, notify_on_finish: reports `applied` and notifies waiters. */
   const finishing = (update: string) => `
       WITH done AS (${update})
@@ -195,7 +197,7 @@ export function jobSql(schema: string) {
         UPDATE ${jobs} j
         SET status = 'completed', completed_at = now(), result = $3::jsonb -> (j.id::text),
             lease_token = NULL, lease_expires_at = NULL
-        WHERE ${heldBy('$1', '$2')}
+        WHERE ${heldBy('$1', '$2', '$4')}
         RETURNING j.id, j.notify_on_finish
       ), notified AS (
         SELECT pg_notify('auto_job_queue:${schema}', 'finished:' || id) FROM done WHERE notify_on_finish
@@ -230,7 +232,7 @@ export function jobSql(schema: string) {
       UPDATE ${jobs} j
       SET status = 'pending', attempts = GREATEST(j.attempts - 1, 0), worker_id = NULL, claimed_at = NULL,
           lease_token = NULL, lease_expires_at = NULL, run_at = now()
-      WHERE ${heldBy('$1', '$2')}
+      WHERE ${heldBy('$1', '$2', '$3')}
       RETURNING j.id::text AS id`,
 
     /** Wakes idle workers after a release or a dead-letter retry (inserts notify by trigger). */
@@ -243,7 +245,7 @@ export function jobSql(schema: string) {
     renewLeases: `
       WITH renewed AS (
         UPDATE ${jobs} j SET lease_expires_at = now() + $3 * interval '1 millisecond'
-        WHERE ${heldBy('$1', '$2')}
+        WHERE ${heldBy('$1', '$2', '$4')}
         RETURNING j.id
       )
       SELECT held.id::text AS id, (renewed.id IS NOT NULL) AS held,

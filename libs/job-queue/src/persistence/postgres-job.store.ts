@@ -163,9 +163,11 @@ export class PostgresJobStore implements JobStore {
 
   async completeMany(completions: ReadonlyArray<{ lease: Lease; resultJson: string }>): Promise<Set<string>> {
     if (completions.length === 0) return new Set();
+    const leases = completions.map((c) => c.lease);
+    const [others, usual] = leaseTokens(leases);
     const { rows } = await this.executor.query<{ ids: string | null }>(
       this.sql.completeMany,
-      [idArray(completions.map((c) => c.lease)), tokensById(completions.map((c) => c.lease)), resultsById(completions)],
+      [idArray(leases), others, resultsById(completions), usual],
       this.named('completeMany'),
     );
     return new Set(rows[0]?.ids?.split(',') ?? []);
@@ -228,16 +230,17 @@ export class PostgresJobStore implements JobStore {
 
   async release(leases: readonly Lease[]): Promise<string[]> {
     if (leases.length === 0) return [];
-    const { rows } = await this.executor.query<{ id: string }>(this.sql.release, [leases.map((l) => l.id), tokensById(leases)]);
+    const { rows } = await this.executor.query<{ id: string }>(this.sql.release, [idArray(leases), ...leaseTokens(leases)]);
     if (rows.length > 0) await this.executor.query(this.sql.notifyNew);
     return rows.map((row) => row.id);
   }
 
   async renewLeases(leases: readonly Lease[], leaseMs: number): Promise<RenewalResult[]> {
     if (leases.length === 0) return [];
+    const [others, usual] = leaseTokens(leases);
     const { rows } = await this.executor.query<{ id: string; held: boolean; status: JobStatus | null }>(
       this.sql.renewLeases,
-      [leases.map((l) => l.id), tokensById(leases), leaseMs],
+      [idArray(leases), others, leaseMs, usual],
       this.named('renewLeases'),
     );
     return rows;
@@ -376,15 +379,33 @@ function idArray(leases: readonly Lease[]): string {
   return `{${leases.map((l) => l.id).join(',')}}`;
 }
 
-/** `{"<id>": "<token>", …}`, the lease map the batched fenced statements match rows against. */
-function tokensById(leases: readonly Lease[]): string {
+/**
+ * The tokens of a batch as the fenced batch statements take them: the most common token, and a
+ * map `{"<id>": "<token>", …}` of the leases holding another one (a claim gives all its jobs one
+ * token, so the map is usually empty or small).
+ */
+function leaseTokens(leases: readonly Lease[]): [others: string, usual: string] {
+  const counts = new Map<string, number>();
+  let usual = leases[0].leaseToken;
+  let most = 0;
+  for (const { leaseToken } of leases) {
+    const n = (counts.get(leaseToken) ?? 0) + 1;
+    counts.set(leaseToken, n);
+    if (n > most) [usual, most] = [leaseToken, n];
+  }
   // Ids are decimal strings and tokens UUIDs (both from the database): nothing to escape.
-  return `{${leases.map((l) => `"${l.id}":"${l.leaseToken}"`).join(',')}}`;
+  const others = leases.filter((l) => l.leaseToken !== usual).map((l) => `"${l.id}":"${l.leaseToken}"`);
+  return [`{${others.join(',')}}`, usual];
 }
 
-/** `{"<id>": <result>, …}`: each result is already JSON text. */
+/**
+ * `{"<id>": <result>, …}`: each result is already JSON text. Jobs that returned nothing are left
+ * out, so their result column stays NULL and the statement carries only real results.
+ */
 function resultsById(completions: ReadonlyArray<{ lease: Lease; resultJson: string }>): string {
-  return `{${completions.map((c) => `"${c.lease.id}":${c.resultJson}`).join(',')}}`;
+  const results: string[] = [];
+  for (const { lease, resultJson } of completions) if (resultJson !== 'null') results.push(`"${lease.id}":${resultJson}`);
+  return `{${results.join(',')}}`;
 }
 
 /** Columns after type and payload, in enqueueOne's and enqueueUniform's parameter order ($3–$9). */
