@@ -126,9 +126,17 @@ describe('hot path statements', () => {
     expect(again.leaseToken).not.toBe(a.leaseToken);
     const [stale] = await db.query<{ ids: string | null }>(sql.completeMany, completion([a]));
     expect(stale.ids).toBeNull();
-    // Two claims' jobs in one batch: b's token is the usual one, again's comes from the map.
-    const [current] = await db.query<{ ids: string | null }>(sql.completeMany, completion([b, again]));
+    // Two claims' jobs in one batch: b's token is the usual one, again's comes from the map. Only
+    // again returned something; b's result stays NULL.
+    const [others, usual] = fence([b, again]);
+    const withResult = JSON.stringify({ [again.id]: { v: 1 } });
+    const [current] = await db.query<{ ids: string | null }>(sql.completeMany, [[b.id, again.id], others, withResult, usual]);
     expect(current.ids?.split(',').sort()).toEqual([a.id, b.id].sort());
+    const stored = await db.query<{ id: string; result: unknown; no_result: boolean }>(
+      `SELECT id::text AS id, result, result IS NULL AS no_result FROM job_queue.jobs WHERE id = ANY ($1::bigint[]) ORDER BY id`,
+      [[a.id, b.id]],
+    );
+    expect(Object.fromEntries(stored.map((r) => [r.id, r.no_result ? 'NULL' : r.result]))).toEqual({ [a.id]: { v: 1 }, [b.id]: 'NULL' });
   });
 
   it('plans claims, batched completions, renewals and releases on the primary key of a never-vacuumed table', async () => {

@@ -178,19 +178,21 @@ export function jobSql(schema: string) {
 
     /**
      * Fenced: applies only while this worker still holds the lease token. Notifies an
-     * enqueueAndWait caller, if the job has one, when the transaction commits.
+     * enqueueAndWait caller, if the job has one, when the transaction commits. A job that returned
+     * nothing keeps a NULL result, as in completeMany.
      */
     complete: finishing(`
       UPDATE ${jobs}
-      SET status = 'completed', completed_at = now(), result = $3::jsonb,
+      SET status = 'completed', completed_at = now(), result = NULLIF($3::jsonb, 'null'::jsonb),
           lease_token = NULL, lease_expires_at = NULL
       WHERE id = $1 AND lease_token = $2 AND status = 'processing'
       RETURNING id, notify_on_finish`),
 
     /**
      * Many completions in one statement (the worker batches them under load), each fenced by its
-     * own lease token exactly like complete ($2 maps id → token, $3 id → result); returns the ids
-     * that applied, as one comma-separated string rather than a row each.
+     * own lease token exactly like complete (heldBy: $4 the usual token, $2 the others by id; $3
+     * maps id → result, without the jobs that returned nothing); returns the ids that applied, as
+     * one comma-separated string rather than a row each.
      */
     completeMany: `
       WITH done AS (
