@@ -1,39 +1,54 @@
 /** Buckets and their width: the rate is read over the last quarter second, so it reacts fast. */
 const BUCKETS = 5;
 const BUCKET_MS = 50;
+const WINDOW_MS = BUCKETS * BUCKET_MS;
 
 /**
- * Jobs finished per second, measured over the last 250 ms: what the worker uses to size its
+ * Jobs finished per second, measured over the last 200–250 ms: what the worker uses to size its
  * prefetch to about 100 ms of work, so a backlog is worked in big batches while slow jobs are not
- * hoarded by one worker.
+ * hoarded by one worker. A burst that began less than a window ago (after the meter was empty) is
+ * measured over its own age, at least one bucket: over the whole window it would read up to five
+ * times too low, and the worker would spend the burst's first tenth of a second on small claims.
  */
 export class ThroughputMeter {
   private readonly buckets = new Array<number>(BUCKETS).fill(0);
   private bucketStart = 0;
   private current = 0;
+  /** Jobs in the buckets. */
+  private total = 0;
+  /** When the first job went into an empty window. */
+  private activeSince = 0;
 
   constructor(private readonly now: () => number = Date.now) {}
 
   record(): void {
-    this.advance();
+    const now = this.advance();
+    if (this.total === 0) this.activeSince = now;
     this.buckets[this.current]++;
+    this.total++;
   }
 
   perSecond(): number {
-    this.advance();
-    return (this.buckets.reduce((sum, n) => sum + n, 0) * 1_000) / (BUCKETS * BUCKET_MS);
+    const now = this.advance();
+    if (this.total === 0) return 0;
+    // The buckets cover the four whole ones behind the current one, plus the current one so far.
+    const covered = WINDOW_MS - BUCKET_MS + (now - this.bucketStart);
+    return (this.total * 1_000) / Math.max(BUCKET_MS, Math.min(covered, now - this.activeSince));
   }
 
-  private advance(): void {
+  /** Moves the window to now, emptying the buckets it leaves behind; returns now. */
+  private advance(): number {
     const now = this.now();
     if (this.bucketStart === 0) this.bucketStart = now;
     let steps = Math.floor((now - this.bucketStart) / BUCKET_MS);
-    if (steps <= 0) return;
+    if (steps <= 0) return now;
     this.bucketStart += steps * BUCKET_MS;
     steps = Math.min(steps, BUCKETS);
     for (let i = 0; i < steps; i++) {
       this.current = (this.current + 1) % BUCKETS;
+      this.total -= this.buckets[this.current];
       this.buckets[this.current] = 0;
     }
+    return now;
   }
 }
