@@ -7,8 +7,8 @@ import { validateJob } from './job-validator.js';
 const INT4_MAX = 2_147_483_647;
 const TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000;
 
-function validate(type: unknown, payload: unknown, options?: unknown, prefix = '') {
-  return validateJob(type, payload, options as EnqueueOptions | undefined, prefix, 5);
+function validate(type: unknown, payload: unknown, options?: unknown, index: number | null = null) {
+  return validateJob(type, payload, options as EnqueueOptions | undefined, index, 5);
 }
 
 function invalid(run: () => unknown): InvalidJobError {
@@ -184,8 +184,8 @@ describe('validateJob', () => {
     });
   });
 
-  describe('with an enqueueMany prefix', () => {
-    const prefix = 'jobs[2].';
+  describe('as item 2 of an enqueueMany', () => {
+    const prefix = 2;
 
     it.each<[string, () => unknown, string]>([
       ['type', () => validate('', {}, undefined, prefix), 'jobs[2].type'],

@@ -1,7 +1,7 @@
 import { InvalidJobError } from '../errors/invalid-job.error.js';
 import type { NewJob } from '../persistence/job.store.js';
 import type { EnqueueOptions } from './enqueue-options.js';
-import { findUnserialisable } from './payload-check.js';
+import { findUnserialisable, isPlainJsonValue } from './payload-check.js';
 import { jsonHasNul } from '../persistence/json-text.js';
 
 const INT4_MAX = 2_147_483_647;
@@ -12,42 +12,46 @@ const MAX_DELAY_MS = 10 * 365 * 24 * 3600 * 1000;
 
 /**
  * Turns one enqueue call's input into a row to insert, or throws InvalidJobError naming the field.
- * `prefix` locates the item in the caller's input ("" for enqueue, "jobs[3]." for enqueueMany).
+ * `index` locates the item in enqueueMany's input (fields read "jobs[3].type"); null for enqueue.
+ * Field names are only built for an error: a batch of 20,000 valid jobs builds none.
  */
 export function validateJob(
   type: unknown,
   payload: unknown,
   options: EnqueueOptions | undefined,
-  prefix: string,
+  index: number | null,
   defaultMaxAttempts: number,
 ): NewJob {
+  const at = (name: string) => (index === null ? name : `jobs[${index}].${name}`);
   if (typeof type !== 'string' || type.trim().length === 0) {
-    throw new InvalidJobError(`${prefix}type`, `must be a non-empty string (got ${show(type)})`);
+    throw new InvalidJobError(at('type'), `must be a non-empty string (got ${show(type)})`);
   }
   if (type.length > MAX_TYPE_LENGTH || type.trim() !== type) {
-    throw new InvalidJobError(`${prefix}type`, `must be at most ${MAX_TYPE_LENGTH} characters without surrounding spaces`);
+    throw new InvalidJobError(at('type'), `must be at most ${MAX_TYPE_LENGTH} characters without surrounding spaces`);
   }
-  const problem = findUnserialisable(payload, `${prefix}payload`);
-  if (problem) throw new InvalidJobError(`${prefix}payload`, `is not JSON-serialisable: ${problem}`);
+  if (!isPlainJsonValue(payload)) {
+    const problem = findUnserialisable(payload, at('payload'));
+    if (problem) throw new InvalidJobError(at('payload'), `is not JSON-serialisable: ${problem}`);
+  }
   let payloadJson: string | undefined;
   try {
     payloadJson = JSON.stringify(payload);
   } catch (error) {
-    throw new InvalidJobError(`${prefix}payload`, `is not JSON-serialisable: ${(error as Error).message}`);
+    throw new InvalidJobError(at('payload'), `is not JSON-serialisable: ${(error as Error).message}`);
   }
   if (payloadJson === undefined) {
-    throw new InvalidJobError(`${prefix}payload`, 'is not JSON-serialisable: it serialises to nothing (its toJSON returned undefined)');
+    throw new InvalidJobError(at('payload'), 'is not JSON-serialisable: it serialises to nothing (its toJSON returned undefined)');
   }
   // toJSON methods are not inspected above; check what they produced.
   if (jsonHasNul(payloadJson)) {
-    throw new InvalidJobError(`${prefix}payload`, 'is not JSON-serialisable: it contains a NUL character (\\u0000), which PostgreSQL jsonb cannot store');
+    throw new InvalidJobError(at('payload'), 'is not JSON-serialisable: it contains a NUL character (\\u0000), which PostgreSQL jsonb cannot store');
   }
 
   if (options !== undefined && (options === null || typeof options !== 'object')) {
-    throw new InvalidJobError(`${prefix}options`, `must be an object (got ${show(options)})`);
+    throw new InvalidJobError(at('options'), `must be an object (got ${show(options)})`);
   }
   const o = options ?? {};
-  const field = (name: string) => `${prefix}options.${name}`;
+  const field = (name: string) => at(`options.${name}`);
 
   if (o.delayMs !== undefined && o.runAt !== undefined) {
     throw new InvalidJobError(field('delayMs'), 'and options.runAt cannot both be set; choose one');
@@ -76,8 +80,8 @@ export function validateJob(
       throw new InvalidJobError(field('maxAttempts'), `must be a positive integer (got ${show(o.maxAttempts)})`);
     }
   }
-  const idempotencyKey = optionalKey(field('idempotencyKey'), o.idempotencyKey);
-  const orderingKey = optionalKey(field('orderingKey'), o.orderingKey);
+  const idempotencyKey = o.idempotencyKey == null ? null : checkedKey(field('idempotencyKey'), o.idempotencyKey);
+  const orderingKey = o.orderingKey == null ? null : checkedKey(field('orderingKey'), o.orderingKey);
   if (o.manager !== undefined && (typeof o.manager?.query !== 'function' || !o.manager.connection)) {
     throw new InvalidJobError(field('manager'), 'must be a TypeORM EntityManager (the one your transaction callback receives)');
   }
@@ -95,9 +99,8 @@ export function validateJob(
   };
 }
 
-/** An idempotency or ordering key: absent, or a short non-empty string PostgreSQL can index. */
-function optionalKey(field: string, value: unknown): string | null {
-  if (value === undefined || value === null) return null;
+/** A given idempotency or ordering key: a short non-empty string PostgreSQL can index. */
+function checkedKey(field: string, value: unknown): string {
   if (typeof value !== 'string' || value.length === 0 || value.length > MAX_KEY_LENGTH) {
     throw new InvalidJobError(field, `must be a non-empty string of at most ${MAX_KEY_LENGTH} characters (got ${show(value)})`);
   }

@@ -28,7 +28,7 @@ export class JobProducer {
 
   /** Adds one job; with `options.manager`, inside the caller's transaction. */
   async enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions): Promise<EnqueueResult> {
-    const job = validateJob(type, payload, options, '', this.defaultMaxAttempts(type));
+    const job = validateJob(type, payload, options, null, this.defaultMaxAttempts(type));
     const [result] = await this.insert([job], options?.manager);
     return result;
   }
@@ -49,7 +49,7 @@ export class JobProducer {
       );
     }
     const { timeoutMs: _timeout, ...enqueueOptions } = options;
-    const job = validateJob(type, payload, enqueueOptions, '', this.defaultMaxAttempts(type));
+    const job = validateJob(type, payload, enqueueOptions, null, this.defaultMaxAttempts(type));
     job.notifyOnFinish = true;
     const waiting = await this.waiter.prepare();
     let id: string;
@@ -68,18 +68,18 @@ export class JobProducer {
    */
   async enqueueMany(items: ReadonlyArray<EnqueueManyItem>): Promise<EnqueueResult[]> {
     if (!Array.isArray(items)) throw new InvalidJobError('jobs', 'must be an array of { type, payload, options? }');
-    const jobs: NewJob[] = [];
+    const jobs: NewJob[] = new Array(items.length);
     let manager: EntityManager | undefined;
-    items.forEach((item, index) => {
-      const prefix = `jobs[${index}].`;
+    for (let index = 0; index < items.length; index++) {
+      const item = items[index];
       if (!item || typeof item !== 'object') throw new InvalidJobError(`jobs[${index}]`, 'must be an object { type, payload, options? }');
-      jobs.push(validateJob(item.type, item.payload, item.options, prefix, this.defaultMaxAttempts(item.type)));
+      jobs[index] = validateJob(item.type, item.payload, item.options, index, this.defaultMaxAttempts(item.type));
       const itemManager = item.options?.manager;
       if (itemManager && manager && itemManager !== manager) {
-        throw new InvalidJobError(`${prefix}options.manager`, 'differs from an earlier item; one enqueueMany runs in one transaction');
+        throw new InvalidJobError(`jobs[${index}].options.manager`, 'differs from an earlier item; one enqueueMany runs in one transaction');
       }
       manager ??= itemManager;
-    });
+    }
     if (jobs.length === 0) return [];
     return this.insert(jobs, manager);
   }

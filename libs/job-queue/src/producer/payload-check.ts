@@ -5,7 +5,12 @@
 export function findUnserialisable(value: unknown, path: string): string | null {
   // Nearly every payload is plain data: a walk that builds no paths clears it; only a payload it
   // does not clear is walked again, naming where the problem is.
-  return isPlainJson(value, 0) ? null : locateProblem(value, path, new Set<object>());
+  return isPlainJsonValue(value) ? null : locateProblem(value, path, new Set<object>());
+}
+
+/** The fast check alone: true when findUnserialisable would find nothing, without naming a path. */
+export function isPlainJsonValue(value: unknown): boolean {
+  return isPlainJson(value, 0);
 }
 
 /** Deeper than this, the plain walk gives up and the careful one (which detects cycles) decides. */
