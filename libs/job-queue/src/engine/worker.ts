@@ -222,9 +222,10 @@ export class Worker implements LeaseHolder {
         } finally {
           this.waitingOnDatabase = false;
         }
-        this.lastClaimAt = Date.now();
+        const claimedAt = Date.now();
+        this.lastClaimAt = claimedAt;
         for (const job of claimed) {
-          this.buffer.push({ job, lease: { id: job.id, leaseToken: job.leaseToken, renewedAt: Date.now() } });
+          this.buffer.push({ job, lease: { id: job.id, leaseToken: job.leaseToken, renewedAt: claimedAt } });
           this.countBuffered(job.type, 1);
         }
         this.pump();
