@@ -139,7 +139,7 @@ describe('hot path statements', () => {
     expect(Object.fromEntries(stored.map((r) => [r.id, r.no_result ? 'NULL' : r.result]))).toEqual({ [a.id]: { v: 1 }, [b.id]: 'NULL' });
   });
 
-  it('plans claims, batched completions, renewals and releases on the primary key of a never-vacuumed table', async () => {
+  it('plans claims on their tuple ids, and batched completions, renewals and releases on the primary key, of a never-vacuumed table', async () => {
     await api.producer.enqueueMany(Array.from({ length: 3_000 }, (_, i) => ({ type: 'hot.churn', payload: { i } })));
     // History the way a busy worker makes it: claimed and completed in batches, no vacuum since.
     for (let round = 0; round < 10; round++) {
@@ -155,8 +155,11 @@ describe('hot path statements', () => {
       renewLeases: await plan(sql.renewLeases, renewal(held)),
       release: await plan(sql.release, [held.map((j) => j.id), ...fence(held)]),
     };
+    // The claim locks on its own index and updates the locked versions by tuple id.
+    expect(plans.claim).toMatch(/Index Scan using jobs_claim_idx/);
+    expect(plans.claim).toMatch(/Tid Scan on jobs/);
     for (const [statement, text] of Object.entries(plans)) {
-      expect(text, statement).toMatch(/jobs_pkey/);
+      if (statement !== 'claim') expect(text, statement).toMatch(/jobs_pkey/);
       expect(text, statement).not.toMatch(/Seq Scan on jobs|jobs_lease_idx/);
     }
     // And they are right, not just cheap: a wrong token matches nothing, whether it is the usual
