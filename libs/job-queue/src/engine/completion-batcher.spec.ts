@@ -59,6 +59,26 @@ describe('CompletionBatcher', () => {
     expect(await Promise.all(results)).toEqual([true, false]);
   });
 
+  it('writes two attempts of one job in separate statements, each fenced by its own token', async () => {
+    const gate = gatedStore(new Set(['1', '2']));
+    const batcher = new CompletionBatcher(gate.store);
+    const busy = batcher.complete(lease('0'), 'null');
+    await tick();
+    // While a write is in flight: a stale attempt of job 1, another job, then job 1's new attempt.
+    const stale = batcher.complete({ id: '1', leaseToken: 'old' }, 'null');
+    const other = batcher.complete(lease('2'), 'null');
+    const fresh = batcher.complete({ id: '1', leaseToken: 'new' }, 'null');
+    gate.releaseNext();
+    await busy;
+    await tick();
+    expect(gate.batches).toEqual([['0'], ['1', '2']]);
+    gate.releaseNext();
+    await tick();
+    expect(gate.batches).toEqual([['0'], ['1', '2'], ['1']]);
+    gate.releaseNext();
+    await Promise.all([stale, other, fresh]);
+  });
+
   it('rejects every caller of a failed batch and keeps serving later ones', async () => {
     const gate = gatedStore(new Set(['1', '2']));
     const batcher = new CompletionBatcher(gate.store);

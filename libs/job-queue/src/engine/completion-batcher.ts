@@ -32,7 +32,7 @@ export class CompletionBatcher {
     this.flushing = true;
     try {
       while (this.queue.length > 0) {
-        const batch = this.queue.splice(0, MAX_BATCH);
+        const batch = this.takeBatch();
         try {
           const applied = await this.store.completeMany(batch);
           for (const item of batch) item.resolve(applied.has(item.lease.id));
@@ -43,5 +43,27 @@ export class CompletionBatcher {
     } finally {
       this.flushing = false;
     }
+  }
+
+  /**
+   * The next statement's completions, in arrival order: at most MAX_BATCH, and at most one per
+   * job. Two attempts of one job can both be here (its lease lost, the job reclaimed by this same
+   * worker, both finishing at once); the later one waits for the next statement, so each is fenced
+   * by its own token and learns its own outcome.
+   */
+  private takeBatch(): Pending[] {
+    const batch: Pending[] = [];
+    const ids = new Set<string>();
+    const later: Pending[] = [];
+    for (const item of this.queue) {
+      if (batch.length < MAX_BATCH && !ids.has(item.lease.id)) {
+        ids.add(item.lease.id);
+        batch.push(item);
+      } else {
+        later.push(item);
+      }
+    }
+    this.queue = later;
+    return batch;
   }
 }
