@@ -101,6 +101,21 @@ class HeldBackHandlers {
   }
 }
 
+/** The first attempt waits for the test (ignoring its signal, but noting when it fires); later ones return at once. */
+const reclaimed = { calls: 0, firstAborted: false, releaseFirst: null as (() => void) | null };
+
+@Injectable()
+class ReclaimedHandlers {
+  @JobHandler('worker.reclaimed')
+  async run(_payload: unknown, job: JobContext) {
+    const call = ++reclaimed.calls;
+    if (call > 1) return { attempt: call };
+    job.signal.addEventListener('abort', () => (reclaimed.firstAborted = true));
+    await new Promise<void>((resolve) => (reclaimed.releaseFirst = resolve));
+    return { attempt: call };
+  }
+}
+
 const noClaimCalls: string[] = [];
 
 /** Given to a producer-only app: it must never run. */
@@ -289,6 +304,34 @@ describe('worker', () => {
             (await db.query(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE type = 'worker.held' AND status = 'completed'`))[0].n === 3,
           { message: 'held jobs finished' },
         );
+        await worker.close();
+      }
+    });
+  });
+
+  describe('a job this worker claims again while a stale attempt of it still runs', () => {
+    it('interrupts the stale attempt at once, and writes only the new attempt’s outcome', async () => {
+      const worker = await startQueueApp(db.url, { workerId: 'worker-reclaim', pollIntervalMs: 100 }, [ReclaimedHandlers]);
+      try {
+        const { id } = await api.producer.enqueue('worker.reclaimed', {});
+        await waitFor(() => reclaimed.calls === 1, { message: 'the first attempt to start' });
+        // What the reaper does once a lease has expired. The lease is 30 s, so this worker's own
+        // renewals cannot have noticed yet; only the new claim tells it.
+        await db.query(
+          `UPDATE job_queue.jobs SET status = 'pending', lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, run_at = now()
+           WHERE id = $1`,
+          [id],
+        );
+        await waitFor(() => reclaimed.calls === 2, { message: 'this worker to claim the job again' });
+        await waitFor(() => reclaimed.firstAborted, { timeoutMs: 3_000, message: 'the stale attempt to be interrupted' });
+        const done = await completed(worker, id);
+        expect(done).toMatchObject({ attempts: 2, result: { attempt: 2 } });
+        // The stale attempt finishing later changes nothing.
+        reclaimed.releaseFirst?.();
+        await work(300);
+        expect(await worker.admin.getJob(id)).toMatchObject({ status: 'completed', attempts: 2, result: { attempt: 2 } });
+      } finally {
+        reclaimed.releaseFirst?.();
         await worker.close();
       }
     });

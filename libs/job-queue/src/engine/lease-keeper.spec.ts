@@ -41,7 +41,11 @@ beforeEach(() => {
   warnings = [];
   const holder: LeaseHolder = {
     heldLeases: () => leases,
-    leaseGone: (id, status) => gone.push({ id, status }),
+    leaseGone: (lease, status) => {
+      // The holder is told which lease (token included) is gone, not only which job.
+      expect(leases).toContain(lease);
+      gone.push({ id: lease.id, status });
+    },
   };
   const logger: EngineLogger = { log: () => undefined, warn: (m) => warnings.push(m), error: () => undefined };
   keeper = new LeaseKeeper(store as unknown as JobStore, LEASE_MS, holder, logger, () => now);

@@ -10,7 +10,7 @@ export interface HeldLease extends Lease {
 export interface LeaseHolder {
   heldLeases(): HeldLease[];
   /** The lease is gone: `status` is the job's status now (`cancelled`, or null when unknown). */
-  leaseGone(jobId: string, status: JobStatus | null): void;
+  leaseGone(lease: Lease, status: JobStatus | null): void;
 }
 
 /**
@@ -33,14 +33,16 @@ export class LeaseKeeper {
     const startedAt = this.now();
     try {
       const results = await this.store.renewLeases(leases, this.leaseMs);
+      const byId = new Map(leases.map((lease) => [lease.id, lease]));
       let lost = 0;
       for (const result of results) {
+        const lease = byId.get(result.id);
+        if (!lease) continue;
         if (result.held) {
-          const lease = leases.find((l) => l.id === result.id);
-          if (lease) lease.renewedAt = startedAt;
+          lease.renewedAt = startedAt;
         } else {
           lost++;
-          this.holder.leaseGone(result.id, result.status);
+          this.holder.leaseGone(lease, result.status);
         }
       }
       return { renewed: results.length - lost, lost };
@@ -50,7 +52,7 @@ export class LeaseKeeper {
       for (const lease of leases) {
         if (this.now() - lease.renewedAt >= this.leaseMs) {
           lost++;
-          this.holder.leaseGone(lease.id, null);
+          this.holder.leaseGone(lease, null);
         }
       }
       return { renewed: 0, lost };

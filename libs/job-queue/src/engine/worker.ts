@@ -1,6 +1,6 @@
 import type { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
 import type { RegisteredHandler } from '../discovery/registered-handler.js';
-import type { ClaimedJob, JobStore } from '../persistence/job.store.js';
+import type { ClaimedJob, JobStore, Lease } from '../persistence/job.store.js';
 import type { JobStatus } from '../persistence/job-status.js';
 import { AttemptControl } from './attempt-control.js';
 import { ClaimPlanner } from './claim-planner.js';
@@ -180,9 +180,14 @@ export class Worker implements LeaseHolder {
     return { finished: atStart - leftover.length, released: leftover.length + unstarted };
   }
 
-  /** Interrupts a job (cancel notification, lost lease); a buffered one is simply dropped. */
-  interrupt(jobId: string, reason: 'lease-lost' | 'cancelled'): void {
-    const index = this.buffer.findIndex((b) => b.job.id === jobId);
+  /**
+   * Interrupts a job (cancel notification, lost lease); a buffered one is simply dropped. With
+   * `leaseToken`, only the attempt holding that lease: a lease reported lost must not stop a newer
+   * attempt of the same job that this worker has claimed since.
+   */
+  interrupt(jobId: string, reason: 'lease-lost' | 'cancelled', leaseToken?: string): void {
+    const holds = (lease: Lease) => leaseToken === undefined || lease.leaseToken === leaseToken;
+    const index = this.buffer.findIndex((b) => b.job.id === jobId && holds(b.lease));
     if (index >= 0) {
       const [dropped] = this.buffer.splice(index, 1);
       this.countBuffered(dropped.job.type, -1);
@@ -190,7 +195,7 @@ export class Worker implements LeaseHolder {
       return;
     }
     const entry = this.active.get(jobId);
-    if (!entry) return;
+    if (!entry || !holds(entry.lease)) return;
     const why =
       reason === 'cancelled' ? new Error('job was cancelled') : new Error('lease lost: another worker may own this job now');
     entry.control.interrupt(reason, why);
@@ -201,8 +206,22 @@ export class Worker implements LeaseHolder {
     return [...started, ...this.buffer.map((b) => b.lease)];
   }
 
-  leaseGone(jobId: string, status: JobStatus | null): void {
-    this.interrupt(jobId, status === 'cancelled' ? 'cancelled' : 'lease-lost');
+  leaseGone(lease: Lease, status: JobStatus | null): void {
+    this.interrupt(lease.id, status === 'cancelled' ? 'cancelled' : 'lease-lost', lease.leaseToken);
+  }
+
+  /**
+   * The database hands a job out again only once the lease on it is gone. So if this worker still
+   * holds an attempt of a job it has just claimed, that attempt is stale: its lease was lost while
+   * it waited or ran, and the job came back to this same worker. It is dropped or interrupted
+   * before the new attempt is buffered, so the two never share renewals, outcomes or interrupts.
+   */
+  private dropStaleAttempts(claimed: readonly ClaimedJob[]): void {
+    if (this.active.size === 0 && this.buffer.length === 0) return;
+    const buffered = new Set(this.buffer.map((b) => b.job.id));
+    for (const job of claimed) {
+      if (this.active.has(job.id) || buffered.has(job.id)) this.interrupt(job.id, 'lease-lost');
+    }
   }
 
   private async claimLoop(): Promise<void> {
@@ -224,6 +243,7 @@ export class Worker implements LeaseHolder {
         }
         const claimedAt = Date.now();
         this.lastClaimAt = claimedAt;
+        this.dropStaleAttempts(claimed);
         for (const job of claimed) {
           this.buffer.push({ job, lease: { id: job.id, leaseToken: job.leaseToken, renewedAt: claimedAt } });
           this.countBuffered(job.type, 1);
@@ -334,7 +354,8 @@ export class Worker implements LeaseHolder {
       this.logger.error(`Internal error while running job ${job.id} (${job.type}): ${(error as Error)?.stack ?? error}`);
     } finally {
       this.freeSlot(entry, handler);
-      this.active.delete(job.id);
+      // A newer attempt of the same job may have taken this id's place (see dropStaleAttempts).
+      if (this.active.get(job.id) === entry) this.active.delete(job.id);
       // A recorded outcome may lift the pause on claims (outcomes falling behind).
       this.wakeIfClaimDue();
     }
