@@ -1,45 +1,89 @@
 import { describe, expect, it } from 'vitest';
-import type { JobStore } from '../persistence/job.store.js';
+import type { JobStore, PrunedChunk } from '../persistence/job.store.js';
 import { RetentionPruner } from './retention-pruner.js';
 
+/** A store whose chunks come from a script; it records each call. */
+function scriptedStore(chunks: Array<Partial<PrunedChunk>>, deadLeft = 0) {
+  const walked: Array<[string, number, number]> = [];
+  const dead: Array<[number, number]> = [];
+  const starts: number[] = [];
+  const store = {
+    async pruneFinishedChunk(afterId: string, chunk: number, olderThanMs: number): Promise<PrunedChunk> {
+      walked.push([afterId, chunk, olderThanMs]);
+      const next = chunks.shift();
+      if (!next) throw new Error('walked further than the script');
+      return { scanned: chunk, lastId: null, reachedRecent: false, completed: 0, cancelled: 0, ...next };
+    },
+    async pruneDead(olderThanMs: number, limit: number) {
+      dead.push([olderThanMs, limit]);
+      const deleted = Math.min(limit, deadLeft);
+      deadLeft -= deleted;
+      return deleted;
+    },
+    async pruneStarts(olderThanMs: number) {
+      starts.push(olderThanMs);
+      return 0;
+    },
+  } as unknown as JobStore;
+  return { store, walked, dead, starts };
+}
+
+const full = (lastId: number, completed = 0): Partial<PrunedChunk> => ({ lastId: String(lastId), completed });
+
 describe('RetentionPruner', () => {
-  it('prunes each finished status with its own age, in bounded batches, and prunes rate-limit starts', async () => {
-    const calls: Array<[string, number, number]> = [];
-    let completedLeft = 2_500;
-    const startsPruned: number[] = [];
-    const store = {
-      async pruneFinished(status: string, olderThanMs: number, limit: number) {
-        calls.push([status, olderThanMs, limit]);
-        if (status !== 'completed') return 0;
-        const deleted = Math.min(limit, completedLeft);
-        completedLeft -= deleted;
-        return deleted;
-      },
-      async pruneStarts(olderThanMs: number) {
-        startsPruned.push(olderThanMs);
-        return 0;
-      },
-    } as unknown as JobStore;
-    const pruned = await new RetentionPruner({ completedMs: 10, deadMs: 20, startsMs: 1_100 }).runOnce(store);
-    expect(pruned).toEqual({ completed: 2_500, cancelled: 0, dead: 0 });
-    expect(calls).toEqual([
-      ['completed', 10, 1_000],
-      ['completed', 10, 1_000],
-      ['completed', 10, 1_000],
-      ['cancelled', 10, 1_000],
-      ['dead', 20, 1_000],
-    ]);
-    expect(startsPruned).toEqual([1_100]);
+  it('walks completed and cancelled jobs a chunk at a time, five chunks a pass, and the next pass goes on from there', async () => {
+    const chunks = Array.from({ length: 7 }, (_, i) => full((i + 1) * 1_000, 1_000));
+    chunks[6] = { scanned: 400, lastId: '6400', completed: 300, cancelled: 5 };
+    const { store, walked } = scriptedStore(chunks);
+    const pruner = new RetentionPruner({ completedMs: 50_000, deadMs: 1, startsMs: 0 });
+
+    expect(await pruner.runOnce(store)).toEqual({ completed: 5_000, cancelled: 0, dead: 0 });
+    expect(walked.map(([after]) => after)).toEqual(['0', '1000', '2000', '3000', '4000']);
+    expect(walked.every(([, chunk, age]) => chunk === 1_000 && age === 50_000)).toBe(true);
+
+    expect(await pruner.runOnce(store)).toEqual({ completed: 1_300, cancelled: 5, dead: 0 });
+    expect(walked.slice(5).map(([after]) => after)).toEqual(['5000', '6000']);
   });
 
-  it('stops after five full batches per status in one pass', async () => {
-    let calls = 0;
-    const store = {
-      pruneFinished: async (status: string) => (status === 'dead' ? (calls++, 1_000) : 0),
-      pruneStarts: async () => 0,
-    } as unknown as JobStore;
-    const pruned = await new RetentionPruner({ completedMs: 1, deadMs: 1, startsMs: 0 }).runOnce(store);
+  it('starts over from the beginning once a chunk ends in recent jobs, after resting a tenth of the retention', async () => {
+    let now = 1_000_000;
+    const { store, walked } = scriptedStore([full(1_000, 10), { lastId: '2000', reachedRecent: true, completed: 3 }, full(1_000), { scanned: 0, lastId: null }]);
+    const pruner = new RetentionPruner({ completedMs: 20_000, deadMs: 1, startsMs: 0 }, () => now);
+
+    expect((await pruner.runOnce(store)).completed).toBe(13);
+    expect(walked.map(([after]) => after)).toEqual(['0', '1000']);
+
+    now += 1_999;
+    await pruner.runOnce(store);
+    expect(walked).toHaveLength(2);
+
+    now += 1;
+    await pruner.runOnce(store);
+    // From the beginning again; an empty chunk (the end of the table) ends that walk too.
+    expect(walked.slice(2).map(([after]) => after)).toEqual(['0', '1000']);
+    now += 1_999;
+    await pruner.runOnce(store);
+    expect(walked).toHaveLength(4);
+  });
+
+  it('rests at most a minute between walks, however long the retention', async () => {
+    let now = 0;
+    const { store, walked } = scriptedStore([{ scanned: 10, lastId: '10' }, { scanned: 10, lastId: '10' }]);
+    const pruner = new RetentionPruner({ completedMs: 7 * 24 * 3_600_000, deadMs: 1, startsMs: 0 }, () => now);
+    await pruner.runOnce(store);
+    now = 59_999;
+    await pruner.runOnce(store);
+    expect(walked).toHaveLength(1);
+    now = 60_000;
+    await pruner.runOnce(store);
+    expect(walked).toHaveLength(2);
+  });
+
+  it('prunes dead letters by their own age, at most five batches a pass, and prunes rate-limit starts', async () => {
+    const { store, dead, starts } = scriptedStore([{ scanned: 0 }], 7_000);
+    const pruned = await new RetentionPruner({ completedMs: 10, deadMs: 20, startsMs: 1_100 }).runOnce(store);
     expect(pruned.dead).toBe(5_000);
-    expect(calls).toBe(5);
+    expect(dead).toEqual(Array.from({ length: 5 }, () => [20, 1_000]));
+    expect(starts).toEqual([1_100]);
   });
 });

@@ -1,8 +1,17 @@
 import type { JobStore } from '../persistence/job.store.js';
 
-/** Rows per DELETE, and statements per status per pass: short locks, bounded work per pass. */
-const BATCH = 1_000;
-const BATCHES_PER_PASS = 5;
+/** Jobs looked at per statement by the walk over completed and cancelled jobs, and statements per pass. */
+const CHUNK = 1_000;
+const CHUNKS_PER_PASS = 5;
+/** Dead letters per DELETE, and statements per pass. */
+const DEAD_BATCH = 1_000;
+const DEAD_BATCHES_PER_PASS = 5;
+/**
+ * Between two walks over the table, a rest of a tenth of the retention, at most a minute: a row
+ * is then deleted at most that much (plus one walk) after it expires, and a table that holds
+ * nothing to prune costs one chunk a minute.
+ */
+const MAX_REST_MS = 60_000;
 
 export interface RetentionSettings {
   completedMs: number;
@@ -11,21 +20,55 @@ export interface RetentionSettings {
   startsMs: number;
 }
 
-/** Deletes finished jobs past their retention, and rate-limit starts past every window. */
-export class RetentionPruner {
-  constructor(private readonly settings: RetentionSettings) {}
+export interface Pruned {
+  completed: number;
+  cancelled: number;
+  dead: number;
+}
 
-  async runOnce(store: JobStore): Promise<{ completed: number; cancelled: number; dead: number }> {
-    const pruned = { completed: 0, cancelled: 0, dead: 0 };
-    const ages = { completed: this.settings.completedMs, cancelled: this.settings.completedMs, dead: this.settings.deadMs };
-    for (const status of ['completed', 'cancelled', 'dead'] as const) {
-      for (let i = 0; i < BATCHES_PER_PASS; i++) {
-        const deleted = await store.pruneFinished(status, ages[status], BATCH);
-        pruned[status] += deleted;
-        if (deleted < BATCH) break;
-      }
+/**
+ * Deletes finished jobs past their retention, and rate-limit starts past every window.
+ *
+ * Completed and cancelled jobs have no index of their own (a completion would pay for its entry),
+ * so they are found by walking the table in id order, a chunk per statement and a few chunks per
+ * pass, from where the last pass stopped. Ids grow with creation time, and a job is created before
+ * it finishes, so the walk starts over from the beginning once a chunk ends in jobs created within
+ * the retention window, and rests a while first. A walk interrupted by a change of leader starts
+ * over in the new leader's pruner; nothing depends on where it was.
+ */
+export class RetentionPruner {
+  /** The walk goes on after this id. */
+  private walkedTo = '0';
+  private restUntil = 0;
+
+  constructor(
+    private readonly settings: RetentionSettings,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async runOnce(store: JobStore): Promise<Pruned> {
+    const pruned: Pruned = { completed: 0, cancelled: 0, dead: 0 };
+    if (this.now() >= this.restUntil) await this.walk(store, pruned);
+    for (let i = 0; i < DEAD_BATCHES_PER_PASS; i++) {
+      const deleted = await store.pruneDead(this.settings.deadMs, DEAD_BATCH);
+      pruned.dead += deleted;
+      if (deleted < DEAD_BATCH) break;
     }
     if (this.settings.startsMs > 0) await store.pruneStarts(this.settings.startsMs);
     return pruned;
+  }
+
+  private async walk(store: JobStore, pruned: Pruned): Promise<void> {
+    for (let i = 0; i < CHUNKS_PER_PASS; i++) {
+      const chunk = await store.pruneFinishedChunk(this.walkedTo, CHUNK, this.settings.completedMs);
+      pruned.completed += chunk.completed;
+      pruned.cancelled += chunk.cancelled;
+      if (chunk.scanned < CHUNK || chunk.reachedRecent || chunk.lastId === null) {
+        this.walkedTo = '0';
+        this.restUntil = this.now() + Math.min(MAX_REST_MS, Math.ceil(this.settings.completedMs / 10));
+        return;
+      }
+      this.walkedTo = chunk.lastId;
+    }
   }
 }

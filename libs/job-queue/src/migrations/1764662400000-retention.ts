@@ -1,6 +1,6 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
-/** Indexes the retention pruner walks, oldest first, so pruning never scans the whole table. */
+/** Indexes the retention pruner walked, oldest first (replaced by a walk in id order: see 1764835200000). */
 export function createRetentionMigration(schema: string): new () => MigrationInterface {
   const s = `"${schema}"`;
   return class JobQueueRetention1764662400000 implements MigrationInterface {

@@ -5,6 +5,7 @@ import { createEffectsMigration } from './1764489600000-exactly-once-effects.js'
 import { createFlowControlMigration } from './1764576000000-flow-control.js';
 import { createRetentionMigration } from './1764662400000-retention.js';
 import { createLeanHotPathMigration } from './1764748800000-lean-hot-path.js';
+import { createRetentionByIdMigration } from './1764835200000-retention-by-id.js';
 
 /** The library's migrations, in order, for the given schema. */
 export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array<new () => MigrationInterface> {
@@ -14,6 +15,7 @@ export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array
     createFlowControlMigration(schema),
     createRetentionMigration(schema),
     createLeanHotPathMigration(schema),
+    createRetentionByIdMigration(schema),
   ];
 }
 

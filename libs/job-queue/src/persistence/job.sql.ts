@@ -147,19 +147,37 @@ export function jobSql(schema: string) {
       WHERE circuit_state <> 'closed' ORDER BY type`,
 
     /**
-     * Retention: deletes finished jobs past their age, oldest first, a small batch per statement.
-     * SKIP LOCKED leaves rows another statement is touching (a concurrent retryDead) alone.
+     * Retention of completed and cancelled jobs, without an index of them (each completion would
+     * pay for its entry): one chunk of the table in id order, the $2 rows after id $1, deleting
+     * those completed, or cancelled, more than $3 ms ago (cancelled by creation time). The pruner
+     * walks the table chunk by chunk and starts over once a chunk ends in rows created within the
+     * retention window: ids grow with creation time, so nothing beyond can have expired yet.
+     * Candidates are locked FOR UPDATE SKIP LOCKED, which rechecks status and age on the row's
+     * latest version: a row changed or held meanwhile (a concurrent retryDead) is left alone.
      */
-    pruneCompleted: `
-      WITH doomed AS (
-        SELECT id FROM ${jobs} WHERE status = 'completed' AND completed_at < now() - $1 * interval '1 millisecond'
-        ORDER BY completed_at LIMIT $2 FOR UPDATE SKIP LOCKED
-      ) DELETE FROM ${jobs} j USING doomed WHERE j.id = doomed.id`,
-    pruneCancelled: `
-      WITH doomed AS (
-        SELECT id FROM ${jobs} WHERE status = 'cancelled' AND created_at < now() - $1 * interval '1 millisecond'
-        ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
-      ) DELETE FROM ${jobs} j USING doomed WHERE j.id = doomed.id`,
+    pruneFinishedChunk: `
+      WITH scanned AS MATERIALIZED (
+        SELECT id, status, created_at, completed_at FROM ${jobs} WHERE id > $1::bigint ORDER BY id LIMIT $2
+      ), doomed AS (
+        SELECT j.id FROM ${jobs} j
+        WHERE j.id = ANY (ARRAY(
+                SELECT id FROM scanned
+                WHERE (status = 'completed' AND completed_at < now() - $3 * interval '1 millisecond')
+                   OR (status = 'cancelled' AND created_at < now() - $3 * interval '1 millisecond')))
+          AND ((j.status = 'completed' AND j.completed_at < now() - $3 * interval '1 millisecond')
+               OR (j.status = 'cancelled' AND j.created_at < now() - $3 * interval '1 millisecond'))
+        FOR UPDATE SKIP LOCKED
+      ), deleted AS (
+        DELETE FROM ${jobs} j USING doomed WHERE j.id = doomed.id RETURNING j.status
+      ), last AS (
+        SELECT id, created_at FROM scanned ORDER BY id DESC LIMIT 1
+      )
+      SELECT (SELECT count(*) FROM scanned)::int AS scanned,
+             (SELECT id::text FROM last) AS last_id,
+             COALESCE((SELECT created_at >= now() - $3 * interval '1 millisecond' FROM last), false) AS reached_recent,
+             (SELECT count(*) FROM deleted WHERE status = 'completed')::int AS completed,
+             (SELECT count(*) FROM deleted WHERE status = 'cancelled')::int AS cancelled`,
+    /** Dead letters past their age, oldest first, on the dead-letter index; SKIP LOCKED as above. */
     pruneDead: `
       WITH doomed AS (
         SELECT id FROM ${jobs} WHERE status = 'dead' AND dead_at < now() - $1 * interval '1 millisecond'

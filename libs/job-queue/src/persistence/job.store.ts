@@ -117,6 +117,18 @@ export interface CancelResult {
  * Every read and write of the jobs table. Each write after a claim is fenced by the lease token
  * and reports whether it applied.
  */
+/** What one retention chunk looked at and deleted. */
+export interface PrunedChunk {
+  /** Jobs looked at: fewer than the chunk means the walk reached the end of the table. */
+  scanned: number;
+  /** The highest id looked at; the next chunk starts after it. */
+  lastId: string | null;
+  /** The chunk ended in a job created within the retention window: nothing later has expired. */
+  reachedRecent: boolean;
+  completed: number;
+  cancelled: number;
+}
+
 export interface JobStore {
   enqueue(jobs: readonly NewJob[], manager?: EntityManager): Promise<EnqueuedJob[]>;
   claim(request: ClaimRequest): Promise<ClaimedJob[]>;
@@ -150,8 +162,13 @@ export interface JobStore {
   pruneStarts(olderThanMs: number): Promise<number>;
   /** A rate-limited job's handler starts now (its start record moves from claim time to now). */
   markStarted(jobId: string): Promise<void>;
-  /** Deletes up to `limit` finished jobs of this status older than `olderThanMs`; returns the count. */
-  pruneFinished(status: 'completed' | 'cancelled' | 'dead', olderThanMs: number, limit: number): Promise<number>;
+  /**
+   * Retention, one chunk of the table in id order: looks at up to `chunk` jobs after id `afterId`
+   * and deletes those completed, or cancelled, more than `olderThanMs` ago.
+   */
+  pruneFinishedChunk(afterId: string, chunk: number, olderThanMs: number): Promise<PrunedChunk>;
+  /** Deletes up to `limit` dead letters older than `olderThanMs`, oldest first; returns the count. */
+  pruneDead(olderThanMs: number, limit: number): Promise<number>;
   queueSnapshot(countUpTo: number): Promise<{ depth: number; deadLastHour: number }>;
   depthByType(types: readonly string[], countUpTo: number): Promise<Map<string, number>>;
 }

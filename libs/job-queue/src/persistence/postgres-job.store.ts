@@ -13,6 +13,7 @@ import type {
   JobTransaction,
   Lease,
   NewJob,
+  PrunedChunk,
   ReapedJob,
   RenewalResult,
 } from './job.store.js';
@@ -345,9 +346,20 @@ export class PostgresJobStore implements JobStore {
     return (await this.executor.query(this.sql.pruneStarts, [olderThanMs])).rowCount;
   }
 
-  async pruneFinished(status: 'completed' | 'cancelled' | 'dead', olderThanMs: number, limit: number): Promise<number> {
-    const sql = status === 'completed' ? this.sql.pruneCompleted : status === 'dead' ? this.sql.pruneDead : this.sql.pruneCancelled;
-    return (await this.executor.query(sql, [olderThanMs, limit])).rowCount;
+  async pruneFinishedChunk(afterId: string, chunk: number, olderThanMs: number): Promise<PrunedChunk> {
+    const { rows } = await this.executor.query<{
+      scanned: number;
+      last_id: string | null;
+      reached_recent: boolean;
+      completed: number;
+      cancelled: number;
+    }>(this.sql.pruneFinishedChunk, [afterId, chunk, olderThanMs]);
+    const row = rows[0];
+    return { scanned: row.scanned, lastId: row.last_id, reachedRecent: row.reached_recent, completed: row.completed, cancelled: row.cancelled };
+  }
+
+  async pruneDead(olderThanMs: number, limit: number): Promise<number> {
+    return (await this.executor.query(this.sql.pruneDead, [olderThanMs, limit])).rowCount;
   }
 
   async queueSnapshot(countUpTo: number): Promise<{ depth: number; deadLastHour: number }> {
