@@ -8,6 +8,8 @@ export interface BenchSizes {
   drainJobs: number;
   drainConcurrency: number[];
   drainProcesses: number[];
+  /** Each system drains each configuration this many times; its figure is the median. */
+  drainRounds: number;
   pickupJobs: number;
   pickupRatePerSecond: number;
   /** Finished rows retained in the table, one latency measurement per level (ascending). */
@@ -37,6 +39,7 @@ const FULL: BenchSizes = {
   drainJobs: 20_000,
   drainConcurrency: [10, 50],
   drainProcesses: [1, 2],
+  drainRounds: 3,
   pickupJobs: 500,
   pickupRatePerSecond: 100,
   claimRetained: [0, 1_000_000, 5_000_000],
@@ -54,6 +57,7 @@ const QUICK: BenchSizes = {
   bulkJobs: 2_000,
   singleJobs: 500,
   drainJobs: 2_000,
+  drainRounds: 1,
   pickupJobs: 300,
   claimRetained: [0, 100_000],
   claimSamples: 100,

@@ -53,7 +53,35 @@ async function main(): Promise<number> {
     log('');
 
     const results: ScenarioResult[] = [];
+    const logSummary = (result: ScenarioResult) => {
+      const summary = result.measurements
+        .map((m) => `${m.label.trim()} ${m.value.toFixed(m.unit === 'jobs/s' ? 0 : 2)} ${m.unit}`)
+        .join('; ');
+      log(`  ${result.adapter}: ${result.seconds.toFixed(1)} s${summary ? `: ${summary}` : ''}${result.error ? ' (failed)' : ''}`);
+    };
     for (const scenario of scenarios) {
+      if ('runInterleaved' in scenario) {
+        log(`[${scenario.name}] ${adapters.map((a) => a.name).join(', ')} in turn…`);
+        scope = new RunScope(database.url);
+        try {
+          const outcomes = await scenario.runInterleaved(adapters, { adminUrl: database.url, sizes: options.sizes, scope, log });
+          for (const outcome of outcomes) {
+            const result: ScenarioResult = { scenario: scenario.name, ...outcome };
+            results.push(result);
+            logSummary(result);
+          }
+        } catch (error) {
+          const message = String((error as Error)?.stack ?? error);
+          log(`  failed: ${message.split('\n')[0]}`);
+          for (const adapter of adapters) {
+            results.push({ scenario: scenario.name, adapter: adapter.name, measurements: [], checks: [], details: {}, error: message, seconds: 0 });
+          }
+        } finally {
+          await scope.close();
+          scope = null;
+        }
+        continue;
+      }
       for (const adapter of adapters) {
         log(`[${scenario.name}] ${adapter.name}…`);
         scope = new RunScope(database.url);
@@ -72,10 +100,7 @@ async function main(): Promise<number> {
           scope = null;
         }
         results.push(result);
-        const summary = result.measurements
-          .map((m) => `${m.label.trim()} ${m.value.toFixed(m.unit === 'jobs/s' ? 0 : 2)} ${m.unit}`)
-          .join('; ');
-        log(`  ${result.seconds.toFixed(1)} s${summary ? `: ${summary}` : ''}`);
+        logSummary(result);
       }
     }
 

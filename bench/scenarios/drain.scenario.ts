@@ -1,7 +1,15 @@
+import type { AdapterName, QueueAdapter } from '../adapters/queue-adapter.js';
 import { msBetween, now } from '../clock.js';
 import { checkExactlyOnce } from '../exactly-once.js';
-import type { Measurement, RunCheck, Scenario } from './scenario.js';
+import { percentile } from '../stats.js';
+import type { InterleavedScenario, Measurement, RunCheck, ScenarioContext, ScenarioResult } from './scenario.js';
 import { drainTimeoutMs, waitUntilDrained } from './run-helpers.js';
+
+interface DrainRun {
+  ms: number;
+  /** How long before the bulk call returned the first job started (0 if it did not). */
+  startedBeforeReturnMs: number;
+}
 
 /**
  * Drain of N queued no-op jobs at each concurrency, in one and in several worker processes.
@@ -10,50 +18,113 @@ import { drainTimeoutMs, waitUntilDrained } from './run-helpers.js';
  * is taken as the moment the bulk call returned, or the first job's start if that came earlier:
  * a client that reads back every inserted row returns well after its commit, while the workers
  * are already draining.
+ *
+ * Each configuration runs every system back to back, and the whole set runs `drainRounds` times;
+ * a system's figure is its median. Run as one block per system, a drain compared runs minutes
+ * apart, and on a shared machine that alone moved the ratios by a third.
  */
-export const drainScenario: Scenario = {
+export const drainScenario: InterleavedScenario = {
   name: 'drain',
   describe: (sizes) =>
     `drain: ${sizes.drainJobs.toLocaleString('en-US')} no-op jobs, concurrency ${sizes.drainConcurrency.join('/')} per process, ` +
-    `${sizes.drainProcesses.join(' and ')} worker process(es); clock from the bulk insert's commit to the last completion`,
+    `${sizes.drainProcesses.join(' and ')} worker process(es), each system in turn, ${sizes.drainRounds} round(s), median; ` +
+    `clock from the bulk insert's commit to the last completion`,
 
-  async run(adapter, context) {
-    const { sizes, scope } = context;
-    const measurements: Measurement[] = [];
-    const checks: RunCheck[] = [];
-    const details: Record<string, unknown> = {};
-    for (const processes of sizes.drainProcesses) {
-      for (const concurrency of sizes.drainConcurrency) {
-        const run = `c=${concurrency} ×${processes} proc`;
-        const db = await scope.database(adapter);
-        const producer = await scope.producer(adapter, db);
-        const workers = await scope.workers(processes, {
-          adapter: adapter.name,
-          url: db.url,
-          concurrency,
-          expectedJobs: sizes.drainJobs,
-          reportStarts: false,
-        });
-        await producer.enqueueMany(Array.from({ length: sizes.drainJobs }, (_, i) => i));
-        const returned = now();
-        const finished = await waitUntilDrained(adapter, db, drainTimeoutMs(sizes.drainJobs));
-        const runs = await scope.stopWorkers(workers);
-        const started = runs.reduce((earliest, r) => (r.firstStartAt !== null && r.firstStartAt < earliest ? r.firstStartAt : earliest), returned);
-        const ms = msBetween(started, finished);
-        const database = await adapter.checkFinished(db, sizes.drainJobs, 0);
-        checks.push({ run: `drain ${run}`, result: checkExactlyOnce(sizes.drainJobs, runs, database) });
-        await scope.closeProducer(producer);
-        await scope.dropDatabase(db);
-        const key = `drain.c${concurrency}.p${processes}`;
-        measurements.push({ key, label: `drain ${run}`, unit: 'jobs/s', value: (sizes.drainJobs / ms) * 1000, better: 'higher' });
-        const startedBeforeReturnMs = msBetween(started, returned);
-        details[key] = { jobs: sizes.drainJobs, ms, startedBeforeReturnMs };
-        context.log(
-          `    ${run}: ${Math.round((sizes.drainJobs / ms) * 1000)} jobs/s` +
-            (startedBeforeReturnMs > 0 ? ` (jobs started ${startedBeforeReturnMs.toFixed(1)} ms before the bulk call returned)` : ''),
-        );
+  async runInterleaved(adapters, context) {
+    const { sizes } = context;
+    const results = adapters.map((adapter) => ({
+      adapter,
+      samples: new Map<string, number[]>(),
+      checks: [] as RunCheck[],
+      runs: [] as Array<Record<string, unknown>>,
+      seconds: 0,
+      error: undefined as string | undefined,
+    }));
+    for (let round = 1; round <= sizes.drainRounds; round++) {
+      for (const processes of sizes.drainProcesses) {
+        for (const concurrency of sizes.drainConcurrency) {
+          const key = drainKey(concurrency, processes);
+          const line: string[] = [];
+          for (const result of results) {
+            if (result.error) continue;
+            const started = Date.now();
+            try {
+              const run = await drainOnce(result.adapter, context, processes, concurrency, result.checks);
+              const rate = (sizes.drainJobs / run.ms) * 1000;
+              result.samples.set(key, [...(result.samples.get(key) ?? []), rate]);
+              result.runs.push({ round, key, jobs: sizes.drainJobs, ms: run.ms, startedBeforeReturnMs: run.startedBeforeReturnMs });
+              line.push(
+                `${result.adapter.name} ${Math.round(rate)}` +
+                  (run.startedBeforeReturnMs > 0 ? ` (started ${run.startedBeforeReturnMs.toFixed(1)} ms before the bulk call returned)` : ''),
+              );
+            } catch (error) {
+              result.error = String((error as Error)?.stack ?? error);
+              line.push(`${result.adapter.name} failed: ${result.error.split('\n')[0]}`);
+              // Whatever the failed run left (worker processes, databases) must not load the next ones.
+              await context.scope.close();
+            } finally {
+              result.seconds += (Date.now() - started) / 1000;
+            }
+          }
+          context.log(`    round ${round}, c=${concurrency} ×${processes} proc (jobs/s): ${line.join('; ')}`);
+        }
       }
     }
-    return { measurements, checks, details };
+    return results.map((result): Omit<ScenarioResult, 'scenario'> => {
+      const measurements: Measurement[] = [];
+      for (const [key, rates] of result.samples) {
+        const [, concurrency, processes] = /^drain\.c(\d+)\.p(\d+)$/.exec(key)!;
+        measurements.push({
+          key,
+          label: `drain c=${concurrency} ×${processes} proc`,
+          unit: 'jobs/s',
+          value: percentile(rates, 50),
+          better: 'higher',
+        });
+      }
+      const name: AdapterName = result.adapter.name;
+      return {
+        adapter: name,
+        measurements: result.error ? [] : measurements,
+        checks: result.checks,
+        details: { rounds: sizes.drainRounds, runs: result.runs },
+        seconds: result.seconds,
+        ...(result.error ? { error: result.error } : {}),
+      };
+    });
   },
 };
+
+function drainKey(concurrency: number, processes: number): string {
+  return `drain.c${concurrency}.p${processes}`;
+}
+
+/** One drain of one system in a fresh database; its exactly-once check goes into `checks`. */
+async function drainOnce(
+  adapter: QueueAdapter,
+  context: ScenarioContext,
+  processes: number,
+  concurrency: number,
+  checks: RunCheck[],
+): Promise<DrainRun> {
+  const { sizes, scope } = context;
+  const db = await scope.database(adapter);
+  const producer = await scope.producer(adapter, db);
+  const workers = await scope.workers(processes, {
+    adapter: adapter.name,
+    url: db.url,
+    concurrency,
+    expectedJobs: sizes.drainJobs,
+    reportStarts: false,
+  });
+  await producer.enqueueMany(Array.from({ length: sizes.drainJobs }, (_, i) => i));
+  const returned = now();
+  const finished = await waitUntilDrained(adapter, db, drainTimeoutMs(sizes.drainJobs));
+  const runs = await scope.stopWorkers(workers);
+  const started = runs.reduce((earliest, r) => (r.firstStartAt !== null && r.firstStartAt < earliest ? r.firstStartAt : earliest), returned);
+  const database = await adapter.checkFinished(db, sizes.drainJobs, 0);
+  checks.push({ run: `drain c=${concurrency} ×${processes} proc`, result: checkExactlyOnce(sizes.drainJobs, runs, database) });
+  await scope.closeProducer(producer);
+  await scope.dropDatabase(db);
+  return { ms: msBetween(started, finished), startedBeforeReturnMs: msBetween(started, returned) };
+}

@@ -3,12 +3,12 @@ import { bulkEnqueueScenario } from './bulk-enqueue.scenario.js';
 import { claimLatencyScenario } from './claim-latency.scenario.js';
 import { drainScenario } from './drain.scenario.js';
 import { pickupLatencyScenario } from './pickup-latency.scenario.js';
-import type { Scenario } from './scenario.js';
+import type { InterleavedScenario, Scenario } from './scenario.js';
 import { singleEnqueueScenario } from './single-enqueue.scenario.js';
 import { workerRssScenario } from './worker-rss.scenario.js';
 
 /** In run order. */
-export const SCENARIOS: readonly Scenario[] = [
+export const SCENARIOS: ReadonlyArray<Scenario | InterleavedScenario> = [
   bulkEnqueueScenario,
   singleEnqueueScenario,
   drainScenario,
@@ -17,6 +17,6 @@ export const SCENARIOS: readonly Scenario[] = [
   workerRssScenario,
 ];
 
-export function selectScenarios(only: readonly ScenarioName[] | null): Scenario[] {
+export function selectScenarios(only: readonly ScenarioName[] | null): Array<Scenario | InterleavedScenario> {
   return SCENARIOS.filter((scenario) => !only || only.includes(scenario.name));
 }

@@ -40,9 +40,24 @@ export interface ScenarioContext {
   log(line: string): void;
 }
 
+export type ScenarioOutcome = Omit<ScenarioResult, 'scenario' | 'adapter' | 'seconds'>;
+
+/** A scenario run for one system at a time. */
 export interface Scenario {
   name: ScenarioName;
   /** One line for the report header. */
   describe(sizes: BenchSizes): string;
-  run(adapter: QueueAdapter, context: ScenarioContext): Promise<Omit<ScenarioResult, 'scenario' | 'adapter' | 'seconds'>>;
+  run(adapter: QueueAdapter, context: ScenarioContext): Promise<ScenarioOutcome>;
+}
+
+/**
+ * A scenario that runs every system for each of its configurations before moving on, in several
+ * rounds, so that each comparison is between runs minutes apart at most, not a whole scenario
+ * apart: on a shared machine, speed drifts by tens of percent over minutes.
+ */
+export interface InterleavedScenario {
+  name: ScenarioName;
+  describe(sizes: BenchSizes): string;
+  /** Each system's outcome (with `seconds`, the time its own runs took), in the order given. */
+  runInterleaved(adapters: readonly QueueAdapter[], context: ScenarioContext): Promise<Array<Omit<ScenarioResult, 'scenario'>>>;
 }
