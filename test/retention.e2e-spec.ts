@@ -122,6 +122,11 @@ describe('retention', () => {
     expect(await remaining(ids)).toEqual(kept);
     const [{ n }] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM job_queue.jobs`);
     expect(n).toBe(kept.length);
+    // The walk reached the recent jobs, started over and rests (a tenth of the hour, at most a minute).
+    const [walk] = await db.query(
+      `SELECT walked_to::text AS walked_to, rest_until > now() + interval '50 seconds' AS resting FROM job_queue.retention_walk`,
+    );
+    expect(walk).toEqual({ walked_to: '0', resting: true });
   });
 
   it('walks the primary key of a large table, analysed or not, never the whole table', async () => {

@@ -7,9 +7,8 @@ const CHUNKS_PER_PASS = 5;
 const DEAD_BATCH = 1_000;
 const DEAD_BATCHES_PER_PASS = 5;
 /**
- * Between two walks over the table, a rest of a tenth of the retention, at most a minute: a row
- * is then deleted at most that much (plus one walk) after it expires, and a table that holds
- * nothing to prune costs one chunk a minute.
+ * Between two walks, a rest of a tenth of the retention, at most a minute: a table with nothing
+ * created before the retention window then costs one chunk a minute.
  */
 const MAX_REST_MS = 60_000;
 
@@ -31,24 +30,18 @@ export interface Pruned {
  *
  * Completed and cancelled jobs have no index of their own (a completion would pay for its entry),
  * so they are found by walking the table in id order, a chunk per statement and a few chunks per
- * pass, from where the last pass stopped. Ids grow with creation time, and a job is created before
- * it finishes, so the walk starts over from the beginning once a chunk ends in jobs created within
- * the retention window, and rests a while first. A walk interrupted by a change of leader starts
- * over in the new leader's pruner; nothing depends on where it was.
+ * pass. Ids grow with creation time, and a job is created before it finishes, so the walk starts
+ * over from the beginning once a chunk ends in jobs created within the retention window, and
+ * rests a while first. Where the walk is and when it may go on are kept in the database and
+ * written in the pass's transaction: every process that leads a pass carries on the same walk,
+ * and a pass that fails leaves the walk where it was.
  */
 export class RetentionPruner {
-  /** The walk goes on after this id. */
-  private walkedTo = '0';
-  private restUntil = 0;
-
-  constructor(
-    private readonly settings: RetentionSettings,
-    private readonly now: () => number = Date.now,
-  ) {}
+  constructor(private readonly settings: RetentionSettings) {}
 
   async runOnce(store: JobStore): Promise<Pruned> {
     const pruned: Pruned = { completed: 0, cancelled: 0, dead: 0 };
-    if (this.now() >= this.restUntil) await this.walk(store, pruned);
+    await this.walk(store, pruned);
     for (let i = 0; i < DEAD_BATCHES_PER_PASS; i++) {
       const deleted = await store.pruneDead(this.settings.deadMs, DEAD_BATCH);
       pruned.dead += deleted;
@@ -59,16 +52,19 @@ export class RetentionPruner {
   }
 
   private async walk(store: JobStore, pruned: Pruned): Promise<void> {
+    const walk = await store.retentionWalk();
+    if (!walk.due) return;
+    let walkedTo = walk.walkedTo;
     for (let i = 0; i < CHUNKS_PER_PASS; i++) {
-      const chunk = await store.pruneFinishedChunk(this.walkedTo, CHUNK, this.settings.completedMs);
+      const chunk = await store.pruneFinishedChunk(walkedTo, CHUNK, this.settings.completedMs);
       pruned.completed += chunk.completed;
       pruned.cancelled += chunk.cancelled;
       if (chunk.scanned < CHUNK || chunk.reachedRecent || chunk.lastId === null) {
-        this.walkedTo = '0';
-        this.restUntil = this.now() + Math.min(MAX_REST_MS, Math.ceil(this.settings.completedMs / 10));
+        await store.saveRetentionWalk('0', Math.min(MAX_REST_MS, Math.ceil(this.settings.completedMs / 10)));
         return;
       }
-      this.walkedTo = chunk.lastId;
+      walkedTo = chunk.lastId;
     }
+    await store.saveRetentionWalk(walkedTo, 0);
   }
 }

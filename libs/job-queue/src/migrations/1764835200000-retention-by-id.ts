@@ -5,7 +5,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * completion used to add an entry to the completed-job index, about a tenth of the completion's
  * cost in the database, only so that pruning, once a second, could find the oldest ones. The
  * cancelled-job index goes with it (the same walk prunes cancelled jobs). The dead-letter index
- * stays: dead letters are listed and alerted on.
+ * stays: dead letters are listed and alerted on. One row holds where the walk is and when the next
+ * one may start, shared by whichever process leads maintenance.
  */
 export function createRetentionByIdMigration(schema: string): new () => MigrationInterface {
   const s = `"${schema}"`;
@@ -15,9 +16,17 @@ export function createRetentionByIdMigration(schema: string): new () => Migratio
     async up(queryRunner: QueryRunner): Promise<void> {
       await queryRunner.query(`DROP INDEX IF EXISTS ${s}.jobs_completed_idx`);
       await queryRunner.query(`DROP INDEX IF EXISTS ${s}.jobs_cancelled_idx`);
+      await queryRunner.query(`
+        CREATE TABLE IF NOT EXISTS ${s}.retention_walk (
+          only_row   boolean     PRIMARY KEY DEFAULT true CHECK (only_row),
+          walked_to  bigint      NOT NULL DEFAULT 0,
+          rest_until timestamptz NOT NULL DEFAULT '-infinity'
+        )`);
+      await queryRunner.query(`INSERT INTO ${s}.retention_walk DEFAULT VALUES ON CONFLICT DO NOTHING`);
     }
 
     async down(queryRunner: QueryRunner): Promise<void> {
+      await queryRunner.query(`DROP TABLE IF EXISTS ${s}.retention_walk`);
       await queryRunner.query(`CREATE INDEX IF NOT EXISTS jobs_completed_idx ON ${s}.jobs (completed_at) WHERE status = 'completed'`);
       await queryRunner.query(`CREATE INDEX IF NOT EXISTS jobs_cancelled_idx ON ${s}.jobs (created_at) WHERE status = 'cancelled'`);
     }

@@ -6,6 +6,7 @@ export function jobSql(schema: string) {
   const jobs = `"${schema}".jobs`;
   const types = `"${schema}".job_types`;
   const starts = `"${schema}".job_starts`;
+  const walk = `"${schema}".retention_walk`;
   const RECORD_COLUMNS = `id::text AS id, type, payload, status, priority, attempts, max_attempts, last_error, errors,
     result, idempotency_key, ordering_key, worker_id, run_at, created_at, claimed_at, completed_at, retry_after, dead_at, lease_expires_at`;
   /**
@@ -177,6 +178,17 @@ export function jobSql(schema: string) {
              COALESCE((SELECT created_at >= now() - $3 * interval '1 millisecond' FROM last), false) AS reached_recent,
              (SELECT count(*) FROM deleted WHERE status = 'completed')::int AS completed,
              (SELECT count(*) FROM deleted WHERE status = 'cancelled')::int AS cancelled`,
+    /**
+     * Where the retention walk is, and whether its rest is over (by the database clock, which
+     * every process shares). Only the maintenance leader reads and writes it, under its
+     * transaction-scoped advisory lock, so the walk is one for all processes.
+     */
+    retentionWalk: `SELECT walked_to::text AS walked_to, rest_until <= now() AS due FROM ${walk}`,
+    /** Saves the walk's position and its rest; recreates the row if someone deleted it. */
+    saveRetentionWalk: `
+      INSERT INTO ${walk} (only_row, walked_to, rest_until)
+      VALUES (true, $1::bigint, now() + $2 * interval '1 millisecond')
+      ON CONFLICT (only_row) DO UPDATE SET walked_to = EXCLUDED.walked_to, rest_until = EXCLUDED.rest_until`,
     /** Dead letters past their age, oldest first, on the dead-letter index; SKIP LOCKED as above. */
     pruneDead: `
       WITH doomed AS (

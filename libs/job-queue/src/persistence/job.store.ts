@@ -113,10 +113,6 @@ export interface CancelResult {
   previousStatus: JobStatus;
 }
 
-/**
- * Every read and write of the jobs table. Each write after a claim is fenced by the lease token
- * and reports whether it applied.
- */
 /** What one retention chunk looked at and deleted. */
 export interface PrunedChunk {
   /** Jobs looked at: fewer than the chunk means the walk reached the end of the table. */
@@ -129,6 +125,16 @@ export interface PrunedChunk {
   cancelled: number;
 }
 
+/** Where the retention walk is, and whether it may go on now (its rest is over). */
+export interface RetentionWalk {
+  walkedTo: string;
+  due: boolean;
+}
+
+/**
+ * Every read and write of the jobs table. Each write after a claim is fenced by the lease token
+ * and reports whether it applied.
+ */
 export interface JobStore {
   enqueue(jobs: readonly NewJob[], manager?: EntityManager): Promise<EnqueuedJob[]>;
   claim(request: ClaimRequest): Promise<ClaimedJob[]>;
@@ -167,6 +173,10 @@ export interface JobStore {
    * and deletes those completed, or cancelled, more than `olderThanMs` ago.
    */
   pruneFinishedChunk(afterId: string, chunk: number, olderThanMs: number): Promise<PrunedChunk>;
+  /** The shared position of the retention walk (maintenance leader only). */
+  retentionWalk(): Promise<RetentionWalk>;
+  /** Saves the walk's position; it may go on again `restMs` from now (database clock). */
+  saveRetentionWalk(walkedTo: string, restMs: number): Promise<void>;
   /** Deletes up to `limit` dead letters older than `olderThanMs`, oldest first; returns the count. */
   pruneDead(olderThanMs: number, limit: number): Promise<number>;
   queueSnapshot(countUpTo: number): Promise<{ depth: number; deadLastHour: number }>;

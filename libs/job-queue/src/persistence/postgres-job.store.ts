@@ -16,6 +16,7 @@ import type {
   PrunedChunk,
   ReapedJob,
   RenewalResult,
+  RetentionWalk,
 } from './job.store.js';
 import { ClaimQuery } from './claim-query.js';
 import { jobSql, type JobSql } from './job.sql.js';
@@ -356,6 +357,15 @@ export class PostgresJobStore implements JobStore {
     }>(this.sql.pruneFinishedChunk, [afterId, chunk, olderThanMs]);
     const row = rows[0];
     return { scanned: row.scanned, lastId: row.last_id, reachedRecent: row.reached_recent, completed: row.completed, cancelled: row.cancelled };
+  }
+
+  async retentionWalk(): Promise<RetentionWalk> {
+    const { rows } = await this.executor.query<{ walked_to: string; due: boolean }>(this.sql.retentionWalk);
+    return rows[0] ? { walkedTo: rows[0].walked_to, due: rows[0].due } : { walkedTo: '0', due: true };
+  }
+
+  async saveRetentionWalk(walkedTo: string, restMs: number): Promise<void> {
+    await this.executor.query(this.sql.saveRetentionWalk, [walkedTo, restMs]);
   }
 
   async pruneDead(olderThanMs: number, limit: number): Promise<number> {
