@@ -10,6 +10,8 @@ export interface BenchSizes {
   drainProcesses: number[];
   /** Each system drains each configuration this many times; its figure is the median. */
   drainRounds: number;
+  /** Rounds of the bulk enqueue, single enqueue and pickup scenarios; figures are medians. */
+  shortRounds: number;
   pickupJobs: number;
   pickupRatePerSecond: number;
   /** Finished rows retained in the table, one latency measurement per level (ascending). */
@@ -40,6 +42,7 @@ const FULL: BenchSizes = {
   drainConcurrency: [10, 50],
   drainProcesses: [1, 2],
   drainRounds: 3,
+  shortRounds: 3,
   pickupJobs: 500,
   pickupRatePerSecond: 100,
   claimRetained: [0, 1_000_000, 5_000_000],
@@ -58,6 +61,7 @@ const QUICK: BenchSizes = {
   singleJobs: 500,
   drainJobs: 2_000,
   drainRounds: 1,
+  shortRounds: 1,
   pickupJobs: 300,
   claimRetained: [0, 100_000],
   claimSamples: 100,

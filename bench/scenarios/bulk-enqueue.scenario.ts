@@ -20,6 +20,7 @@ export const bulkEnqueueScenario: Scenario = {
     const ms = msBetween(started, now());
     await scope.closeProducer(producer);
     const check = await drainAndVerify(adapter, db, context, WARM_UP_JOBS + sizes.bulkJobs);
+    await scope.dropDatabase(db);
     return {
       measurements: [
         {

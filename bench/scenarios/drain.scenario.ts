@@ -4,6 +4,7 @@ import { checkExactlyOnce } from '../exactly-once.js';
 import { percentile } from '../stats.js';
 import type { InterleavedScenario, Measurement, RunCheck, ScenarioContext, ScenarioResult } from './scenario.js';
 import { drainTimeoutMs, waitUntilDrained } from './run-helpers.js';
+import { takeTurns } from './system-turns.js';
 
 interface DrainRun {
   ms: number;
@@ -45,31 +46,16 @@ export const drainScenario: InterleavedScenario = {
       for (const processes of sizes.drainProcesses) {
         for (const concurrency of sizes.drainConcurrency) {
           const key = drainKey(concurrency, processes);
-          const line: string[] = [];
-          // Each round starts with another system, so none is always the first to run.
-          const order = results.map((_, i) => results[(i + round - 1) % results.length]);
-          for (const result of order) {
-            if (result.error) continue;
-            const started = Date.now();
-            try {
-              const run = await drainOnce(result.adapter, context, processes, concurrency, round, result.checks);
-              const rate = (sizes.drainJobs / run.ms) * 1000;
-              result.samples.set(key, [...(result.samples.get(key) ?? []), rate]);
-              result.runs.push({ round, key, jobs: sizes.drainJobs, ms: run.ms, startedBeforeReturnMs: run.startedBeforeReturnMs });
-              line.push(
-                `${result.adapter.name} ${Math.round(rate)}` +
-                  (run.startedBeforeReturnMs > 0 ? ` (started ${run.startedBeforeReturnMs.toFixed(1)} ms before the bulk call returned)` : ''),
-              );
-            } catch (error) {
-              result.error = String((error as Error)?.stack ?? error);
-              line.push(`${result.adapter.name} failed: ${result.error.split('\n')[0]}`);
-              // Whatever the failed run left (worker processes, databases) must not load the next ones.
-              await context.scope.close();
-            } finally {
-              result.seconds += (Date.now() - started) / 1000;
-            }
-          }
-          context.log(`    round ${round}, c=${concurrency} ×${processes} proc (jobs/s): ${line.join('; ')}`);
+          await takeTurns(results, round, context, `round ${round}, c=${concurrency} ×${processes} proc (jobs/s)`, async (result) => {
+            const run = await drainOnce(result.adapter, context, processes, concurrency, round, result.checks);
+            const rate = (sizes.drainJobs / run.ms) * 1000;
+            result.samples.set(key, [...(result.samples.get(key) ?? []), rate]);
+            result.runs.push({ round, key, jobs: sizes.drainJobs, ms: run.ms, startedBeforeReturnMs: run.startedBeforeReturnMs });
+            return (
+              `${Math.round(rate)}` +
+              (run.startedBeforeReturnMs > 0 ? ` (started ${run.startedBeforeReturnMs.toFixed(1)} ms before the bulk call returned)` : '')
+            );
+          });
         }
       }
     }

@@ -2,6 +2,7 @@ import type { ScenarioName } from '../cli-options.js';
 import { bulkEnqueueScenario } from './bulk-enqueue.scenario.js';
 import { claimLatencyScenario } from './claim-latency.scenario.js';
 import { drainScenario } from './drain.scenario.js';
+import { inRounds } from './in-rounds.js';
 import { pickupLatencyScenario } from './pickup-latency.scenario.js';
 import type { InterleavedScenario, Scenario } from './scenario.js';
 import { singleEnqueueScenario } from './single-enqueue.scenario.js';
@@ -9,10 +10,10 @@ import { workerRssScenario } from './worker-rss.scenario.js';
 
 /** In run order. */
 export const SCENARIOS: ReadonlyArray<Scenario | InterleavedScenario> = [
-  bulkEnqueueScenario,
-  singleEnqueueScenario,
+  inRounds(bulkEnqueueScenario, (sizes) => sizes.shortRounds),
+  inRounds(singleEnqueueScenario, (sizes) => sizes.shortRounds),
   drainScenario,
-  pickupLatencyScenario,
+  inRounds(pickupLatencyScenario, (sizes) => sizes.shortRounds),
   claimLatencyScenario,
   workerRssScenario,
 ];

@@ -29,6 +29,8 @@ export const pickupLatencyScenario: Scenario = {
     const latencies = await measurePacedLatency(producer, worker, sizes.pickupJobs, sizes.pickupRatePerSecond, context.log);
     await waitUntilDrained(adapter, db, 60_000);
     const check = await stopAndVerify(adapter, db, context, [worker], sizes.pickupJobs);
+    await scope.closeProducer(producer);
+    await scope.dropDatabase(db);
     const s = summarise(latencies);
     const label = `pickup @${sizes.pickupRatePerSecond}/s`;
     return {

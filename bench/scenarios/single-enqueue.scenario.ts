@@ -33,6 +33,7 @@ export const singleEnqueueScenario: Scenario = {
     const ms = msBetween(started, now());
     await scope.closeProducer(producer);
     const check = await drainAndVerify(adapter, db, context, warmUpJobs + sizes.singleJobs);
+    await scope.dropDatabase(db);
     return {
       measurements: [
         {
