@@ -139,6 +139,26 @@ class PollingHandlers {
   run() {}
 }
 
+/** Synchronous handlers: what each saw, and how deep the stack was under it. */
+const syncRuns = { seqs: [] as number[], deepestStack: 0, running: 0, overlapped: false };
+
+@Injectable()
+class SyncHandlers {
+  @JobHandler('worker.sync')
+  run(payload: { seq: number }) {
+    if (syncRuns.running > 0) syncRuns.overlapped = true;
+    syncRuns.running++;
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = Infinity;
+    const depth = (new Error().stack ?? '').split('\n').length;
+    Error.stackTraceLimit = limit;
+    syncRuns.deepestStack = Math.max(syncRuns.deepestStack, depth);
+    syncRuns.seqs.push(payload.seq);
+    syncRuns.running--;
+    if (payload.seq % 97 === 0) throw new Error(`seq ${payload.seq} fails once`);
+  }
+}
+
 @Injectable()
 class ClosingHandlers {
   @JobHandler('worker.closing')
@@ -276,6 +296,43 @@ describe('worker', () => {
       // The limits were reached, so the bounds above were really exercised.
       expect(load.maxRunning).toBe(4);
       expect(load.maxLimitedRunning).toBe(2);
+    });
+  });
+
+  describe('synchronous handlers', () => {
+    it('a backlog of them runs each job once, one after another, each started from a flat stack; a synchronous throw is retried', async () => {
+      const jobs = 3_000;
+      await api.producer.enqueueMany(Array.from({ length: jobs }, (_, seq) => ({ type: 'worker.sync', payload: { seq } })));
+      // Started after the backlog is in, with a large prefetch: claims of hundreds of jobs that
+      // finish as soon as they start, the case where starting the next job from inside the last
+      // one's completion would nest one stack frame set per job.
+      const syncWorker = await startQueueApp(db.url, { concurrency: 8, prefetch: 2_000, workerId: 'worker-sync', retry: { baseDelayMs: 10 } }, [
+        SyncHandlers,
+      ]);
+      try {
+        await waitFor(
+          async () =>
+            (await db.query(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE type = 'worker.sync' AND status = 'completed'`))[0].n ===
+            jobs - Math.ceil(jobs / 97),
+          { timeoutMs: 30_000, message: 'every synchronous job completed or scheduled for retry' },
+        );
+      } finally {
+        await syncWorker.close();
+      }
+      const counts = new Map<number, number>();
+      for (const seq of syncRuns.seqs) counts.set(seq, (counts.get(seq) ?? 0) + 1);
+      expect(counts.size).toBe(jobs);
+      const failing = [...counts.keys()].filter((seq) => seq % 97 === 0);
+      // A throwing job ran once per attempt so far (one or two by the time the worker closed); the rest once.
+      expect([...counts].filter(([seq, n]) => seq % 97 !== 0 && n !== 1)).toEqual([]);
+      for (const seq of failing) expect(counts.get(seq)).toBeGreaterThanOrEqual(1);
+      const retried = await db.query<{ attempts: number; last_error: string }>(
+        `SELECT attempts, last_error FROM job_queue.jobs WHERE type = 'worker.sync' AND (payload->>'seq')::int % 97 = 0`,
+      );
+      expect(retried).toHaveLength(failing.length);
+      for (const job of retried) expect(job.last_error).toMatch(/fails once/);
+      expect(syncRuns.overlapped).toBe(false);
+      expect(syncRuns.deepestStack).toBeLessThan(150);
     });
   });
 

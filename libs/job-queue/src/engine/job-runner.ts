@@ -33,18 +33,49 @@ export class JobRunner {
     private readonly enqueue: HandlerEnqueue,
   ) {}
 
-  async run(job: ClaimedJob, handler: RegisteredHandler, control: AttemptControl): Promise<AttemptOutcome> {
-    let payload: unknown;
+  /**
+   * The outcome of one attempt. It comes back synchronously when nothing in the attempt was
+   * asynchronous (a handler that returned a plain value or threw, no async schema, not
+   * transactional): a worker then records it without a promise turn per layer.
+   */
+  run(job: ClaimedJob, handler: RegisteredHandler, control: AttemptControl): AttemptOutcome | Promise<AttemptOutcome> {
+    let parsed: unknown;
     try {
-      payload = handler.schema ? await handler.schema.parse(job.payload) : job.payload;
+      parsed = handler.schema ? handler.schema.parse(job.payload) : job.payload;
     } catch (error) {
-      return { kind: 'failed', error: `invalid payload: ${describeError(error)}`, permanent: true };
+      return invalidPayload(error);
     }
-    if (!handler.transactional) {
-      const race = await this.invoke(job, handler, payload, control, null);
-      return race.kind === 'returned' ? serialiseResult(race.value) : this.toFailure(race, handler, control);
+    if (handler.schema && isThenable(parsed)) {
+      return Promise.resolve(parsed).then(
+        (payload) => this.runParsed(job, handler, payload, control),
+        (error: unknown) => invalidPayload(error),
+      );
     }
+    return this.runParsed(job, handler, parsed, control);
+  }
 
+  private runParsed(
+    job: ClaimedJob,
+    handler: RegisteredHandler,
+    payload: unknown,
+    control: AttemptControl,
+  ): AttemptOutcome | Promise<AttemptOutcome> {
+    if (handler.transactional) return this.runInTransaction(job, handler, payload, control);
+    const race = this.invoke(job, handler, payload, control, null);
+    if (isThenable(race)) return race.then((settled) => this.outcomeOf(settled, handler, control));
+    return this.outcomeOf(race, handler, control);
+  }
+
+  private outcomeOf(race: Race, handler: RegisteredHandler, control: AttemptControl): AttemptOutcome {
+    return race.kind === 'returned' ? serialiseResult(race.value) : this.toFailure(race, handler, control);
+  }
+
+  private async runInTransaction(
+    job: ClaimedJob,
+    handler: RegisteredHandler,
+    payload: unknown,
+    control: AttemptControl,
+  ): Promise<AttemptOutcome> {
     let tx: JobTransaction;
     try {
       tx = await this.store.beginJobTransaction();
@@ -75,13 +106,14 @@ export class JobRunner {
     }
   }
 
-  private async invoke(
+  /** The handler's call; a promise only when the handler returned one. */
+  private invoke(
     job: ClaimedJob,
     handler: RegisteredHandler,
     payload: unknown,
     control: AttemptControl,
     tx: JobTransaction | null,
-  ): Promise<Race> {
+  ): Race | Promise<Race> {
     const context = new AttemptContext(job, control, this.ledger, this.enqueue, tx?.manager ?? null);
     let returned: unknown;
     try {
@@ -91,8 +123,11 @@ export class JobRunner {
     }
     // A handler that finished without a promise needs no race (nor the allocations of one).
     if (!isThenable(returned)) return control.interruption ? INTERRUPTED : { kind: 'returned', value: returned };
-    const pending = returned;
-    // A race of the handler, the interruption and the timeout; the first to settle wins.
+    return this.race(returned, handler, control);
+  }
+
+  /** A race of the handler's promise, the interruption and the timeout; the first to settle wins. */
+  private async race(pending: PromiseLike<unknown>, handler: RegisteredHandler, control: AttemptControl): Promise<Race> {
     const first = await new Promise<Race>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
       const settle = (race: Race) => {
@@ -128,6 +163,10 @@ export class JobRunner {
         return { kind: 'interrupted', reason: control.interruption ?? 'lease-lost' };
     }
   }
+}
+
+function invalidPayload(error: unknown): AttemptOutcome {
+  return { kind: 'failed', error: `invalid payload: ${describeError(error)}`, permanent: true };
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

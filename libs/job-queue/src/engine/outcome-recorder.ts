@@ -25,16 +25,29 @@ export class OutcomeRecorder {
     private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
   ) {}
 
-  async record(job: ClaimedJob, handler: RegisteredHandler, outcome: AttemptOutcome): Promise<void> {
+  /**
+   * Records an outcome; never rejects. A success is the hot path: one batched, fenced write and
+   * one continuation, no event built while nobody listens, no circuit call without a breaker.
+   */
+  record(job: ClaimedJob, handler: RegisteredHandler, outcome: AttemptOutcome): Promise<void> {
+    if (outcome.kind !== 'succeeded') return this.recordOther(job, handler, outcome);
+    const { resultJson } = outcome;
+    return this.completions.complete(job, resultJson).then(
+      (applied) => (applied ? this.completed(job, handler) : this.leaseLost(job)),
+      // The first try failed (the database away): retried with backoff, as every outcome is.
+      () => this.write(job, () => this.completions.complete(job, resultJson), 1).then((applied) => {
+        if (applied) return this.completed(job, handler);
+      }),
+    );
+  }
+
+  private completed(job: ClaimedJob, handler: RegisteredHandler): Promise<void> | undefined {
+    if (this.events.observed !== false) this.events.emit({ kind: 'completed', ...this.eventBase(job) });
+    return handler.circuitBreaker ? this.circuitSuccess(handler) : undefined;
+  }
+
+  private async recordOther(job: ClaimedJob, handler: RegisteredHandler, outcome: Exclude<AttemptOutcome, { kind: 'succeeded' }>): Promise<void> {
     switch (outcome.kind) {
-      case 'succeeded': {
-        // The hot path: no event built while nobody listens, no circuit call without a breaker.
-        if (await this.write(job, () => this.completions.complete(job, outcome.resultJson))) {
-          if (this.events.observed !== false) this.events.emit({ kind: 'completed', ...this.eventBase(job) });
-          if (handler.circuitBreaker) await this.circuitSuccess(handler);
-        }
-        return;
-      }
       case 'committed':
         this.events.emit({ kind: 'completed', ...this.eventBase(job) });
         await this.circuitSuccess(handler);
@@ -96,10 +109,14 @@ export class OutcomeRecorder {
     }
   }
 
-  /** Returns whether the fenced write applied; false means the lease is gone. */
-  private async write(job: ClaimedJob, apply: () => Promise<boolean>): Promise<boolean> {
-    for (let attempt = 0; ; attempt++) {
+  /**
+   * Returns whether the fenced write applied; false means the lease is gone. `failedTries`: tries
+   * already made and failed, so the first of these waits its backoff first.
+   */
+  private async write(job: ClaimedJob, apply: () => Promise<boolean>, failedTries = 0): Promise<boolean> {
+    for (let attempt = failedTries; ; attempt++) {
       try {
+        if (attempt > 0) await this.sleep(WRITE_RETRY_DELAYS_MS[attempt - 1]);
         const applied = await apply();
         if (!applied) this.leaseLost(job);
         return applied;
@@ -111,7 +128,6 @@ export class OutcomeRecorder {
           );
           return false;
         }
-        await this.sleep(WRITE_RETRY_DELAYS_MS[attempt]);
       }
     }
   }

@@ -1,6 +1,7 @@
 import type { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
 import type { RegisteredHandler } from '../discovery/registered-handler.js';
 import type { ClaimedJob, JobStore, Lease } from '../persistence/job.store.js';
+import type { AttemptOutcome } from './attempt-outcome.js';
 import type { JobStatus } from '../persistence/job-status.js';
 import { AttemptControl } from './attempt-control.js';
 import { ClaimPlanner } from './claim-planner.js';
@@ -29,8 +30,8 @@ export interface WorkerSettings {
 interface ActiveJob {
   job: ClaimedJob;
   lease: HeldLease;
+  handler: RegisteredHandler;
   control: AttemptControl;
-  done: Promise<void>;
   /** Its concurrency slot is still taken (the handler has not finished). */
   slotHeld: boolean;
 }
@@ -45,8 +46,6 @@ type WorkerState = 'idle' | 'running' | 'draining' | 'stopped';
 
 /** Errors while claiming (the database away) back off this long before the next try. */
 const CLAIM_ERROR_BACKOFF_MS = 1_000;
-
-const RESOLVED = Promise.resolve();
 
 /**
  * The buffer is topped up once it is down to this share of its size (about 10 ms of work at the
@@ -72,6 +71,10 @@ export class Worker implements LeaseHolder {
   private readonly runningByType = new Map<string, number>();
   private runningTransactional = 0;
   private readonly wake = new WakeSignal();
+  /** Notified when the last started job has been recorded (a drain waits for it). */
+  private readonly allRecorded = new WakeSignal();
+  /** Set while pump runs: a job that finishes synchronously must not start the next one from within. */
+  private pumping = false;
   private readonly throughput = new ThroughputMeter();
   private readonly planner: ClaimPlanner;
   private readonly prefetch: number;
@@ -167,15 +170,12 @@ export class Worker implements LeaseHolder {
     await this.loop;
     const unstarted = await this.releaseBuffer();
     const atStart = this.active.size;
-    const allDone = () => Promise.all([...this.active.values()].map((r) => r.done)).then(() => undefined);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([allDone(), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
-    clearTimeout(timer);
+    await this.untilAllRecorded(Date.now() + timeoutMs);
     const leftover = [...this.active.values()].filter((entry) => !entry.control.interruption);
     for (const entry of leftover) {
       entry.control.interrupt('drain', new Error(`shutdown: drain timed out after ${timeoutMs} ms; the job is released`));
     }
-    await allDone();
+    await this.untilAllRecorded(Infinity);
     this.state = 'stopped';
     return { finished: atStart - leftover.length, released: leftover.length + unstarted };
   }
@@ -316,7 +316,16 @@ export class Worker implements LeaseHolder {
 
   /** Starts buffered jobs, in claim order, while slots (and their type's limits) allow. */
   private pump(): void {
-    if (this.state !== 'running') return;
+    if (this.state !== 'running' || this.pumping) return;
+    this.pumping = true;
+    try {
+      this.startBuffered();
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private startBuffered(): void {
     for (let i = 0; i < this.buffer.length && this.running < this.settings.concurrency; ) {
       const { job } = this.buffer[i];
       const handler = this.registry.get(job.type) as RegisteredHandler;
@@ -332,39 +341,80 @@ export class Worker implements LeaseHolder {
     }
   }
 
+  /**
+   * Starts one attempt. The steps after the handler are continuations rather than one async
+   * function: a handler that returns synchronously is recorded without a promise turn per step,
+   * which for short jobs is most of the worker's cost per job.
+   */
   private launch({ job, lease }: BufferedJob, handler: RegisteredHandler): void {
-    const entry: ActiveJob = { job, lease, control: new AttemptControl(), done: RESOLVED, slotHeld: true };
+    const entry: ActiveJob = { job, lease, handler, control: new AttemptControl(), slotHeld: true };
     this.active.set(job.id, entry);
     this.holdSlot(handler, 1);
-    entry.done = this.execute(entry, handler);
-  }
-
-  /** Runs and records one attempt; never rejects. */
-  private async execute(entry: ActiveJob, handler: RegisteredHandler): Promise<void> {
-    const { job } = entry;
-    try {
-      if (handler.rateLimit) await this.markStarted(job);
-      const outcome = await this.runner.run(job, handler, entry.control);
-      // The handler is done: its slot can take the next job while the outcome is written.
-      this.throughput.record();
-      this.freeSlot(entry, handler);
-      await this.recorder.record(job, handler, outcome);
-    } catch (error) {
-      // Defensive: runner and recorder do not throw; if they ever do, the lease expiry recovers the job.
-      this.logger.error(`Internal error while running job ${job.id} (${job.type}): ${(error as Error)?.stack ?? error}`);
-    } finally {
-      this.freeSlot(entry, handler);
-      // A newer attempt of the same job may have taken this id's place (see dropStaleAttempts).
-      if (this.active.get(job.id) === entry) this.active.delete(job.id);
-      // A recorded outcome may lift the pause on claims (outcomes falling behind).
-      this.wakeIfClaimDue();
+    if (handler.rateLimit) {
+      this.markStarted(job).then(() => this.run(entry), (error: unknown) => this.internalError(entry, error));
+    } else {
+      this.run(entry);
     }
   }
 
-  private freeSlot(entry: ActiveJob, handler: RegisteredHandler): void {
+  private run(entry: ActiveJob): void {
+    let outcome: AttemptOutcome | Promise<AttemptOutcome>;
+    try {
+      outcome = this.runner.run(entry.job, entry.handler, entry.control);
+    } catch (error) {
+      this.internalError(entry, error);
+      return;
+    }
+    if (outcome instanceof Promise) {
+      outcome.then((settled) => this.handlerDone(entry, settled), (error: unknown) => this.internalError(entry, error));
+    } else {
+      this.handlerDone(entry, outcome);
+    }
+  }
+
+  /** The handler is done: its slot takes the next job while the outcome is written. */
+  private handlerDone(entry: ActiveJob, outcome: AttemptOutcome): void {
+    this.throughput.record();
+    this.freeSlot(entry);
+    let recorded: Promise<void>;
+    try {
+      recorded = this.recorder.record(entry.job, entry.handler, outcome);
+    } catch (error) {
+      this.internalError(entry, error);
+      return;
+    }
+    recorded.then(() => this.finished(entry), (error: unknown) => this.internalError(entry, error));
+  }
+
+  /** Defensive: runner and recorder do not throw; if they ever do, the lease expiry recovers the job. */
+  private internalError(entry: ActiveJob, error: unknown): void {
+    this.logger.error(`Internal error while running job ${entry.job.id} (${entry.job.type}): ${(error as Error)?.stack ?? error}`);
+    this.finished(entry);
+  }
+
+  /** The attempt is over (recorded, or given up on). */
+  private finished(entry: ActiveJob): void {
+    this.freeSlot(entry);
+    // A newer attempt of the same job may have taken this id's place (see dropStaleAttempts).
+    if (this.active.get(entry.job.id) === entry) this.active.delete(entry.job.id);
+    if (this.active.size === 0) this.allRecorded.notify();
+    // A recorded outcome may lift the pause on claims (outcomes falling behind).
+    this.wakeIfClaimDue();
+  }
+
+  /** Resolves once no started job is left unrecorded, or at `deadline` (epoch ms). */
+  private async untilAllRecorded(deadline: number): Promise<void> {
+    while (this.active.size > 0) {
+      const left = deadline - Date.now();
+      if (left <= 0) return;
+      await this.allRecorded.wait(Math.min(left, 2 ** 31 - 1));
+    }
+  }
+
+  private freeSlot(entry: ActiveJob): void {
     if (!entry.slotHeld) return;
     entry.slotHeld = false;
-    this.holdSlot(handler, -1);
+    this.holdSlot(entry.handler, -1);
     this.pump();
     this.wakeIfClaimDue();
   }
