@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ClaimQuery } from '../libs/job-queue/src/persistence/claim-query.js';
@@ -27,8 +28,15 @@ describe('hot path statements', () => {
     limit,
     perType,
   });
-  /** claims.plainText's parameters for one type. */
-  const claimOf = (type: string, n: number) => claims.plainParams(request([{ type, limit: n, maxAttempts: 3 }]));
+  /** claims.plainText's parameters for one type, with a fresh lease token. */
+  const claimOf = (type: string, n: number, leaseToken: string = randomUUID()) =>
+    claims.plainParams(request([{ type, limit: n, maxAttempts: 3 }]), leaseToken);
+  /** Claims as the store does: the rows carry the claim's token, which the statement does not return. */
+  const claim = async (type: string, n: number): Promise<HeldJob[]> => {
+    const leaseToken = randomUUID();
+    const rows = await db.query<{ id: string }>(claims.plainText, claimOf(type, n, leaseToken));
+    return rows.map((row) => ({ ...row, leaseToken }));
+  };
 
   beforeAll(async () => {
     db = await createTestDatabase(inject('adminUrl'));
@@ -117,11 +125,11 @@ describe('hot path statements', () => {
       { type: 'hot.fence', payload: { n: 1 } },
       { type: 'hot.fence', payload: { n: 2 } },
     ]);
-    const [a, b] = await db.query<{ id: string; leaseToken: string }>(claims.plainText, claimOf('hot.fence', 2));
+    const [a, b] = await claim('hot.fence', 2);
     expect(a.leaseToken).toBe(b.leaseToken);
     // a's lease is given up (as on shutdown) and a later claim takes it again: a new attempt.
     await db.query(sql.release, [[a.id], ...fence([a])]);
-    const [again] = await db.query<{ id: string; leaseToken: string }>(claims.plainText, claimOf('hot.fence', 2));
+    const [again] = await claim('hot.fence', 2);
     expect(again.id).toBe(a.id);
     expect(again.leaseToken).not.toBe(a.leaseToken);
     const [stale] = await db.query<{ ids: string | null }>(sql.completeMany, completion([a]));
@@ -143,12 +151,12 @@ describe('hot path statements', () => {
     await api.producer.enqueueMany(Array.from({ length: 3_000 }, (_, i) => ({ type: 'hot.churn', payload: { i } })));
     // History the way a busy worker makes it: claimed and completed in batches, no vacuum since.
     for (let round = 0; round < 10; round++) {
-      const claimed = await db.query<{ id: string; leaseToken: string }>(claims.plainText, claimOf('hot.churn', 250));
+      const claimed = await claim('hot.churn', 250);
       expect(claimed).toHaveLength(250);
       const [done] = await db.query<{ ids: string }>(sql.completeMany, completion(claimed));
       expect(done.ids.split(',').sort()).toEqual(claimed.map((j) => j.id).sort());
     }
-    const held = await db.query<{ id: string; leaseToken: string }>(claims.plainText, claimOf('hot.churn', 200));
+    const held = await claim('hot.churn', 200);
     const plans = {
       claim: await plan(claims.plainText, claimOf('hot.churn', 250)),
       completeMany: await plan(sql.completeMany, completion(held)),
@@ -188,6 +196,7 @@ describe('hot path statements', () => {
           { type: 'hot.backlog1', limit: 200, maxAttempts: 3 },
           { type: 'hot.backlog2', limit: 100, maxAttempts: 3 },
         ]),
+        randomUUID(),
       ),
     );
     const flow = await planJson(
@@ -197,6 +206,7 @@ describe('hot path statements', () => {
           { type: 'hot.backlog0', limit: 10, maxAttempts: 3, rateMax: 5, rateWindowMs: 1_000 },
           { type: 'hot.backlog1', limit: 10, maxAttempts: 3, globalMax: 4 },
         ]),
+        randomUUID(),
       ),
     );
     for (const [statement, explained] of Object.entries({ plain, flow })) {
@@ -208,7 +218,7 @@ describe('hot path statements', () => {
     await claimer.connect();
     try {
       await claimer.query('BEGIN');
-      const { rows } = await claimer.query(claims.plainText, claims.plainParams(request([{ type: 'hot.backlog0', limit: 2, maxAttempts: 3 }], 500)));
+      const { rows } = await claimer.query(claims.plainText, claims.plainParams(request([{ type: 'hot.backlog0', limit: 2, maxAttempts: 3 }], 500), randomUUID()));
       expect(rows).toHaveLength(2);
       const [{ waiting, lockable }] = await db.query(`
         SELECT (SELECT count(*) FROM job_queue.jobs WHERE type = 'hot.backlog0' AND status = 'pending')::int AS waiting,

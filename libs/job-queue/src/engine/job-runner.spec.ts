@@ -17,7 +17,6 @@ const job: ClaimedJob = {
   attempt: 2,
   maxAttempts: 5,
   idempotencyKey: 'signup-42',
-  priority: 0,
   leaseToken: 'lease-token-1',
 };
 

@@ -85,7 +85,6 @@ function claimed(attempt: number, maxAttempts = 3): ClaimedJob {
     attempt,
     maxAttempts,
     idempotencyKey: null,
-    priority: 0,
     leaseToken: 'token-a',
   };
 }

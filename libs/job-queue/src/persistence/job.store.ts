@@ -63,7 +63,6 @@ export interface ClaimedJob {
   attempt: number;
   maxAttempts: number;
   idempotencyKey: string | null;
-  priority: number;
   leaseToken: string;
 }
 

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import type { DataSource, EntityManager } from 'typeorm';
 import type {
@@ -24,6 +24,7 @@ import type { JobRecord } from './job-record.js';
 import { JOB_STATUSES, type JobStatus } from './job-status.js';
 import { poolOf } from './pool-of.js';
 import { toJobRecord } from './row-mapping.js';
+import { idArray, leaseTokens, resultsById } from './fenced-batch.js';
 import { managerExecutor, poolExecutor, type SqlExecutor, type SqlResult } from './sql-executor.js';
 
 const BIGINT_ID = /^[1-9][0-9]{0,18}$/;
@@ -126,20 +127,24 @@ export class PostgresJobStore implements JobStore {
 
   async claim(request: ClaimRequest): Promise<ClaimedJob[]> {
     if (request.perType.length === 0) return [];
+    const leaseToken = randomUUID();
     const limited = request.perType.filter((t) => t.rateMax != null || t.globalMax != null).map((t) => t.type);
-    // The statements name their columns as ClaimedJob's fields: the rows are the jobs.
-    if (limited.length > 0) return this.claimLimited(limited, this.claims.flowParams(request));
-    if (request.flowControl) {
-      return (await this.executor.query<ClaimedJob>(this.claims.flowText, this.claims.flowParams(request), this.named('claimFlow'))).rows;
+    let rows: unknown[][];
+    if (limited.length > 0) {
+      rows = await this.claimLimited(limited, this.claims.flowParams(request, leaseToken));
+    } else if (request.flowControl) {
+      rows = await this.executor.queryArrays(this.claims.flowText, this.claims.flowParams(request, leaseToken), this.named('claimFlow'));
+    } else {
+      rows = await this.executor.queryArrays(this.claims.plainText, this.claims.plainParams(request, leaseToken), this.named('claimPlain'));
     }
-    return (await this.executor.query<ClaimedJob>(this.claims.plainText, this.claims.plainParams(request), this.named('claimPlain'))).rows;
+    return claimedJobs(rows, leaseToken);
   }
 
   /** Claims holding the limited types' row locks, so their counts cannot be raced. */
-  private claimLimited(types: string[], params: unknown[]): Promise<ClaimedJob[]> {
+  private claimLimited(types: string[], params: unknown[]): Promise<unknown[][]> {
     return this.inTransaction(async (client) => {
       await client.query(this.sql.claimLimitedLock, [types]);
-      return (await client.query<ClaimedJob>(this.claims.flowText, params)).rows;
+      return (await client.query<unknown[]>({ text: this.claims.flowText, values: params, rowMode: 'array' })).rows;
     });
   }
 
@@ -384,6 +389,27 @@ export class PostgresJobStore implements JobStore {
   }
 }
 
+/**
+ * The claim's rows (columns in ClaimQuery's order) as jobs holding the claim's lease token. Every
+ * job is built by this one literal, so all of them share one shape wherever the engine reads them.
+ */
+function claimedJobs(rows: unknown[][], leaseToken: string): ClaimedJob[] {
+  const jobs = new Array<ClaimedJob>(rows.length);
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i];
+    jobs[i] = {
+      id: row[0] as string,
+      type: row[1] as string,
+      payload: row[2],
+      attempt: row[3] as number,
+      maxAttempts: row[4] as number,
+      idempotencyKey: row[5] as string | null,
+      leaseToken,
+    };
+  }
+  return jobs;
+}
+
 function applied(result: SqlResult<Record<string, unknown>>): boolean {
   return result.rows[0]?.applied === 1;
 }
@@ -394,40 +420,6 @@ function emptyCounts(): JobCounts {
 
 function keyOf(type: string, key: string): string {
   return `${type}\u0000${key}`;
-}
-
-/** A bigint[] literal of the leases' ids: decimal strings from the database, nothing to escape. */
-function idArray(leases: readonly Lease[]): string {
-  return `{${leases.map((l) => l.id).join(',')}}`;
-}
-
-/**
- * The tokens of a batch as the fenced batch statements take them: the most common token, and a
- * map `{"<id>": "<token>", …}` of the leases holding another one (a claim gives all its jobs one
- * token, so the map is usually empty or small).
- */
-function leaseTokens(leases: readonly Lease[]): [others: string, usual: string] {
-  const counts = new Map<string, number>();
-  let usual = leases[0].leaseToken;
-  let most = 0;
-  for (const { leaseToken } of leases) {
-    const n = (counts.get(leaseToken) ?? 0) + 1;
-    counts.set(leaseToken, n);
-    if (n > most) [usual, most] = [leaseToken, n];
-  }
-  // Ids are decimal strings and tokens UUIDs (both from the database): nothing to escape.
-  const others = leases.filter((l) => l.leaseToken !== usual).map((l) => `"${l.id}":"${l.leaseToken}"`);
-  return [`{${others.join(',')}}`, usual];
-}
-
-/**
- * `{"<id>": <result>, …}`: each result is already JSON text. Jobs that returned nothing are left
- * out, so their result column stays NULL and the statement carries only real results.
- */
-function resultsById(completions: ReadonlyArray<{ lease: Lease; resultJson: string }>): string {
-  const results: string[] = [];
-  for (const { lease, resultJson } of completions) if (resultJson !== 'null') results.push(`"${lease.id}":${resultJson}`);
-  return `{${results.join(',')}}`;
 }
 
 /** Columns after type and payload, in enqueueOne's and enqueueUniform's parameter order ($3–$9). */

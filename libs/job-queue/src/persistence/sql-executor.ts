@@ -10,6 +10,11 @@ export interface SqlResult<Row> {
 export interface SqlExecutor {
   /** `name`: run as a named prepared statement (parsed and planned once per connection). */
   query<Row = Record<string, unknown>>(sql: string, params?: unknown[], name?: string): Promise<SqlResult<Row>>;
+  /**
+   * The rows as arrays of column values, in the statement's column order: for a statement that
+   * returns many rows, so each row is not first built as an object keyed by column name.
+   */
+  queryArrays(sql: string, params?: unknown[], name?: string): Promise<unknown[][]>;
 }
 
 /**
@@ -21,6 +26,10 @@ export function poolExecutor(pool: Pool | PoolClient, prepare = true): SqlExecut
     async query<Row>(sql: string, params: unknown[] = [], name?: string) {
       const result = await pool.query(prepare && name ? { name, text: sql, values: params } : { text: sql, values: params });
       return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
+    },
+    async queryArrays(sql: string, params: unknown[] = [], name?: string) {
+      const query = prepare && name ? { name, text: sql, values: params } : { text: sql, values: params };
+      return (await pool.query<unknown[]>({ ...query, rowMode: 'array' })).rows;
     },
   };
 }
@@ -36,6 +45,9 @@ export function managerExecutor(manager: EntityManager): SqlExecutor {
       } finally {
         if (!manager.queryRunner) await runner.release();
       }
+    },
+    async queryArrays(sql: string, params: unknown[] = []) {
+      return (await this.query(sql, params)).rows.map((row) => Object.values(row as Record<string, unknown>));
     },
   };
 }
