@@ -3,7 +3,6 @@ import type { RegisteredHandler } from '../discovery/registered-handler.js';
 import type { ClaimedJob, JobStore, Lease } from '../persistence/job.store.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import type { JobStatus } from '../persistence/job-status.js';
-import { AttemptControl } from './attempt-control.js';
 import { ClaimPlanner } from './claim-planner.js';
 import type { EngineLogger } from './engine-logger.js';
 import type { JobRunner } from './job-runner.js';
@@ -11,6 +10,7 @@ import type { HeldLease, LeaseHolder } from './lease-keeper.js';
 import type { OutcomeRecorder } from './outcome-recorder.js';
 import { ThroughputMeter } from './throughput-meter.js';
 import { WakeSignal } from './wake-signal.js';
+import { WorkerAttempt } from './worker-attempt.js';
 
 export interface WorkerSettings {
   workerId: string;
@@ -24,22 +24,6 @@ export interface WorkerSettings {
    * The buffer actually kept is about 100 ms of work at the recent rate, up to this.
    */
   prefetch?: number;
-}
-
-/** A started job, from its start until its outcome is recorded. */
-interface ActiveJob {
-  job: ClaimedJob;
-  lease: HeldLease;
-  handler: RegisteredHandler;
-  control: AttemptControl;
-  /** Its concurrency slot is still taken (the handler has not finished). */
-  slotHeld: boolean;
-}
-
-/** A claimed job waiting in the local buffer for a free slot. */
-interface BufferedJob {
-  job: ClaimedJob;
-  lease: HeldLease;
 }
 
 type WorkerState = 'idle' | 'running' | 'draining' | 'stopped';
@@ -64,8 +48,9 @@ const LOW_WATER = 0.1;
 export class Worker implements LeaseHolder {
   private state: WorkerState = 'idle';
   /** Started and not yet recorded, by job id. */
-  private readonly active = new Map<string, ActiveJob>();
-  private readonly buffer: BufferedJob[] = [];
+  private readonly active = new Map<string, WorkerAttempt>();
+  /** Claimed attempts not started yet, in claim order. */
+  private readonly buffer: WorkerAttempt[] = [];
   private readonly bufferedByType = new Map<string, number>();
   private running = 0;
   private readonly runningByType = new Map<string, number>();
@@ -171,9 +156,9 @@ export class Worker implements LeaseHolder {
     const unstarted = await this.releaseBuffer();
     const atStart = this.active.size;
     await this.untilAllRecorded(Date.now() + timeoutMs);
-    const leftover = [...this.active.values()].filter((entry) => !entry.control.interruption);
-    for (const entry of leftover) {
-      entry.control.interrupt('drain', new Error(`shutdown: drain timed out after ${timeoutMs} ms; the job is released`));
+    const leftover = [...this.active.values()].filter((attempt) => !attempt.interruption);
+    for (const attempt of leftover) {
+      attempt.interrupt('drain', new Error(`shutdown: drain timed out after ${timeoutMs} ms; the job is released`));
     }
     await this.untilAllRecorded(Infinity);
     this.state = 'stopped';
@@ -187,7 +172,7 @@ export class Worker implements LeaseHolder {
    */
   interrupt(jobId: string, reason: 'lease-lost' | 'cancelled', leaseToken?: string): void {
     const holds = (lease: Lease) => leaseToken === undefined || lease.leaseToken === leaseToken;
-    const index = this.buffer.findIndex((b) => b.job.id === jobId && holds(b.lease));
+    const index = this.buffer.findIndex((b) => b.id === jobId && holds(b));
     if (index >= 0) {
       const [dropped] = this.buffer.splice(index, 1);
       this.countBuffered(dropped.job.type, -1);
@@ -195,15 +180,15 @@ export class Worker implements LeaseHolder {
       return;
     }
     const entry = this.active.get(jobId);
-    if (!entry || !holds(entry.lease)) return;
+    if (!entry || !holds(entry)) return;
     const why =
       reason === 'cancelled' ? new Error('job was cancelled') : new Error('lease lost: another worker may own this job now');
-    entry.control.interrupt(reason, why);
+    entry.interrupt(reason, why);
   }
 
   heldLeases(): HeldLease[] {
-    const started = [...this.active.values()].filter((r) => !r.control.interruption).map((r) => r.lease);
-    return [...started, ...this.buffer.map((b) => b.lease)];
+    const started = [...this.active.values()].filter((attempt) => !attempt.interruption);
+    return [...started, ...this.buffer];
   }
 
   leaseGone(lease: Lease, status: JobStatus | null): void {
@@ -245,7 +230,7 @@ export class Worker implements LeaseHolder {
         this.lastClaimAt = claimedAt;
         this.dropStaleAttempts(claimed);
         for (const job of claimed) {
-          this.buffer.push({ job, lease: { id: job.id, leaseToken: job.leaseToken, renewedAt: claimedAt } });
+          this.buffer.push(new WorkerAttempt(job, claimedAt));
           this.countBuffered(job.type, 1);
         }
         this.pump();
@@ -346,8 +331,10 @@ export class Worker implements LeaseHolder {
    * function: a handler that returns synchronously is recorded without a promise turn per step,
    * which for short jobs is most of the worker's cost per job.
    */
-  private launch({ job, lease }: BufferedJob, handler: RegisteredHandler): void {
-    const entry: ActiveJob = { job, lease, handler, control: new AttemptControl(), slotHeld: true };
+  private launch(entry: WorkerAttempt, handler: RegisteredHandler): void {
+    const { job } = entry;
+    entry.handler = handler;
+    entry.slotHeld = true;
     this.active.set(job.id, entry);
     this.holdSlot(handler, 1);
     if (handler.rateLimit) {
@@ -357,10 +344,10 @@ export class Worker implements LeaseHolder {
     }
   }
 
-  private run(entry: ActiveJob): void {
+  private run(entry: WorkerAttempt): void {
     let outcome: AttemptOutcome | Promise<AttemptOutcome>;
     try {
-      outcome = this.runner.run(entry.job, entry.handler, entry.control);
+      outcome = this.runner.run(entry.job, entry.handler!, entry);
     } catch (error) {
       this.internalError(entry, error);
       return;
@@ -373,12 +360,12 @@ export class Worker implements LeaseHolder {
   }
 
   /** The handler is done: its slot takes the next job while the outcome is written. */
-  private handlerDone(entry: ActiveJob, outcome: AttemptOutcome): void {
+  private handlerDone(entry: WorkerAttempt, outcome: AttemptOutcome): void {
     this.throughput.record();
     this.freeSlot(entry);
     let recorded: Promise<void>;
     try {
-      recorded = this.recorder.record(entry.job, entry.handler, outcome);
+      recorded = this.recorder.record(entry.job, entry.handler!, outcome);
     } catch (error) {
       this.internalError(entry, error);
       return;
@@ -387,13 +374,13 @@ export class Worker implements LeaseHolder {
   }
 
   /** Defensive: runner and recorder do not throw; if they ever do, the lease expiry recovers the job. */
-  private internalError(entry: ActiveJob, error: unknown): void {
+  private internalError(entry: WorkerAttempt, error: unknown): void {
     this.logger.error(`Internal error while running job ${entry.job.id} (${entry.job.type}): ${(error as Error)?.stack ?? error}`);
     this.finished(entry);
   }
 
   /** The attempt is over (recorded, or given up on). */
-  private finished(entry: ActiveJob): void {
+  private finished(entry: WorkerAttempt): void {
     this.freeSlot(entry);
     // A newer attempt of the same job may have taken this id's place (see dropStaleAttempts).
     if (this.active.get(entry.job.id) === entry) this.active.delete(entry.job.id);
@@ -411,10 +398,10 @@ export class Worker implements LeaseHolder {
     }
   }
 
-  private freeSlot(entry: ActiveJob): void {
+  private freeSlot(entry: WorkerAttempt): void {
     if (!entry.slotHeld) return;
     entry.slotHeld = false;
-    this.holdSlot(entry.handler, -1);
+    this.holdSlot(entry.handler!, -1);
     this.pump();
     this.wakeIfClaimDue();
   }
@@ -444,7 +431,7 @@ export class Worker implements LeaseHolder {
     this.bufferedByType.clear();
     if (unstarted.length === 0) return 0;
     try {
-      return (await this.store.release(unstarted.map((b) => b.lease))).length;
+      return (await this.store.release(unstarted)).length;
     } catch (error) {
       this.logger.error(
         `Could not hand back ${unstarted.length} unstarted job(s): ${(error as Error)?.message}. Their leases will expire and they will be retried.`,
