@@ -159,6 +159,17 @@ class SyncHandlers {
   }
 }
 
+const flakyRuns: number[] = [];
+
+@Injectable()
+class FlakyCompletionHandlers {
+  @JobHandler('worker.flaky-complete')
+  run(payload: { n: number }) {
+    flakyRuns.push(payload.n);
+    return { n: payload.n };
+  }
+}
+
 @Injectable()
 class ClosingHandlers {
   @JobHandler('worker.closing')
@@ -333,6 +344,35 @@ describe('worker', () => {
       for (const job of retried) expect(job.last_error).toMatch(/fails once/);
       expect(syncRuns.overlapped).toBe(false);
       expect(syncRuns.deepestStack).toBeLessThan(150);
+    });
+  });
+
+  describe('a completion write that fails', () => {
+    it('is retried, not the job: each handler ran once, and every result is stored', async () => {
+      // The database refuses the first two completion statements of this type (a sequence,
+      // because it advances even in a transaction that fails).
+      await db.query(`CREATE SEQUENCE flaky_completion_seq`);
+      await db.query(`
+        CREATE FUNCTION flaky_completion() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF nextval('flaky_completion_seq') <= 2 THEN RAISE EXCEPTION 'simulated outage'; END IF;
+          RETURN NEW;
+        END $$`);
+      await db.query(`
+        CREATE TRIGGER flaky_completion BEFORE UPDATE ON job_queue.jobs FOR EACH ROW
+        WHEN (NEW.status = 'completed' AND NEW.type = 'worker.flaky-complete') EXECUTE FUNCTION flaky_completion()`);
+      const flaky = await startQueueApp(db.url, { workerId: 'worker-flaky' }, [FlakyCompletionHandlers]);
+      try {
+        const jobs = await api.producer.enqueueMany([1, 2, 3].map((n) => ({ type: 'worker.flaky-complete', payload: { n } })));
+        for (const job of jobs) expect((await completed(flaky, job.id)).result).toEqual({ n: Number((await row(job.id)).payload.n) });
+      } finally {
+        await flaky.close();
+        await db.query(`DROP TRIGGER flaky_completion ON job_queue.jobs`);
+        await db.query(`DROP FUNCTION flaky_completion()`);
+      }
+      const [{ refused }] = await db.query(`SELECT last_value >= 3 AS refused FROM flaky_completion_seq`);
+      expect(refused).toBe(true);
+      expect(flakyRuns.sort()).toEqual([1, 2, 3]);
     });
   });
 

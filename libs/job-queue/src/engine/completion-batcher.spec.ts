@@ -92,4 +92,33 @@ describe('CompletionBatcher', () => {
     gate.releaseNext();
     expect(await retried).toBe(true);
   });
+
+  it('tells a completion added as an object through its own methods, in the same batches as promised ones', async () => {
+    const gate = gatedStore(new Set(['1', '3']));
+    const batcher = new CompletionBatcher(gate.store);
+    const heard: string[] = [];
+    const completion = (id: string) => ({
+      lease: lease(id),
+      resultJson: 'null',
+      settled: (applied: boolean) => heard.push(`${id}:${applied}`),
+      failed: (error: unknown) => heard.push(`${id}:failed:${(error as Error).message}`),
+    });
+    batcher.add(completion('1'));
+    const promised = batcher.complete(lease('2'), 'null');
+    batcher.add(completion('3'));
+    await tick();
+    gate.releaseNext();
+    await tick();
+    expect(heard).toEqual(['1:true']);
+    expect(gate.batches).toEqual([['1'], ['2', '3']]);
+    gate.releaseNext();
+    expect(await promised).toBe(false);
+    expect(heard).toEqual(['1:true', '3:true']);
+    gate.failNextWith(new Error('connection reset'));
+    batcher.add(completion('4'));
+    await tick();
+    gate.releaseNext();
+    await tick();
+    expect(heard).toEqual(['1:true', '3:true', '4:failed:connection reset']);
+  });
 });

@@ -234,6 +234,52 @@ describe('OutcomeRecorder', () => {
     });
   });
 
+  describe('a success in steps (the worker’s hot path)', () => {
+    const completion = (leaseToken: string, heard: string[]) => ({
+      lease: { id: '7', leaseToken },
+      resultJson: '{"ok":1}',
+      settled: (applied: boolean) => heard.push(`settled:${applied}`),
+      failed: (error: unknown) => heard.push(`failed:${(error as Error).message}`),
+    });
+    const waitFor = async (heard: string[]) => {
+      for (let i = 0; i < 20 && heard.length === 0; i++) await new Promise((resolve) => setImmediate(resolve));
+    };
+
+    it('writes the completion, then completionWritten emits completed', async () => {
+      const heard: string[] = [];
+      recorder.recordSuccess(completion('token-a', heard));
+      await waitFor(heard);
+      expect(heard).toEqual(['settled:true']);
+      expect(store.rows.get('7')).toMatchObject({ status: 'completed', result: '{"ok":1}' });
+      await recorder.completionWritten(claimed(1), handler, true);
+      expect(events).toEqual([{ kind: 'completed', ...base, attempt: 1 }]);
+    });
+
+    it('a write that does not apply: completionWritten reports lease-lost and emits no completed', async () => {
+      const heard: string[] = [];
+      recorder.recordSuccess(completion('token-old', heard));
+      await waitFor(heard);
+      expect(heard).toEqual(['settled:false']);
+      await recorder.completionWritten(claimed(1), handler, false);
+      expect(events.map((event) => event.kind)).toEqual(['lease-lost']);
+      expect(logs.warn[0]).toContain('no longer holds its lease');
+    });
+
+    it('a failed write: retryCompletion waits its backoff, writes again and emits completed once', async () => {
+      store.failures.push(new Error('connection terminated'));
+      const heard: string[] = [];
+      recorder.recordSuccess(completion('token-a', heard));
+      await waitFor(heard);
+      expect(heard).toEqual(['failed:connection terminated']);
+      expect(store.rows.get('7')?.status).toBe('processing');
+      await recorder.retryCompletion(claimed(1), handler, '{"ok":1}');
+      expect(store.calls).toEqual(['complete', 'complete']);
+      expect(sleeps).toEqual([100]);
+      expect(store.rows.get('7')).toMatchObject({ status: 'completed', result: '{"ok":1}' });
+      expect(events).toEqual([{ kind: 'completed', ...base, attempt: 1 }]);
+    });
+  });
+
   describe('interrupted attempts', () => {
     it('lease-lost: writes nothing and emits lease-lost', async () => {
       await recorder.record(claimed(1), handler, { kind: 'interrupted', reason: 'lease-lost' });

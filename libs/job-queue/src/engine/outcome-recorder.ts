@@ -1,7 +1,7 @@
 import type { RegisteredHandler } from '../discovery/registered-handler.js';
 import type { ClaimedJob, JobStore } from '../persistence/job.store.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
-import type { CompletionBatcher } from './completion-batcher.js';
+import type { CompletionBatcher, PendingCompletion } from './completion-batcher.js';
 import type { EngineLogger } from './engine-logger.js';
 import type { EventSink } from './events.js';
 import type { RetryPolicy } from './retry-policy.js';
@@ -21,29 +21,42 @@ export class OutcomeRecorder {
     private readonly events: EventSink,
     private readonly logger: EngineLogger,
     private readonly workerId: string,
-    private readonly completions: Pick<CompletionBatcher, 'complete'> = { complete: (lease, json) => store.complete(lease, json) },
+    private readonly completions: Pick<CompletionBatcher, 'complete' | 'add'> = unbatched(store),
     private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
   ) {}
 
-  /**
-   * Records an outcome; never rejects. A success is the hot path: one batched, fenced write and
-   * one continuation, no event built while nobody listens, no circuit call without a breaker.
-   */
+  /** Records an outcome; never rejects. */
   record(job: ClaimedJob, handler: RegisteredHandler, outcome: AttemptOutcome): Promise<void> {
     if (outcome.kind !== 'succeeded') return this.recordOther(job, handler, outcome);
     const { resultJson } = outcome;
     return this.completions.complete(job, resultJson).then(
-      (applied) => (applied ? this.completed(job, handler) : this.leaseLost(job)),
-      // The first try failed (the database away): retried with backoff, as every outcome is.
-      () => this.write(job, () => this.completions.complete(job, resultJson), 1).then((applied) => {
-        if (applied) return this.completed(job, handler);
-      }),
+      (applied) => this.completionWritten(job, handler, applied),
+      () => this.retryCompletion(job, handler, resultJson),
     );
   }
 
-  private completed(job: ClaimedJob, handler: RegisteredHandler): Promise<void> | undefined {
+  /**
+   * A success, the hot path, in steps a worker drives without a promise per job: the completion
+   * joins the next batched, fenced write as it is; when it hears the outcome, the worker follows
+   * with completionWritten (written, or the lease gone) or retryCompletion (the write failed).
+   */
+  recordSuccess(completion: PendingCompletion): void {
+    this.completions.add(completion);
+  }
+
+  /** After a success's write: the event (only while someone listens) and the circuit, or lease-lost. */
+  completionWritten(job: ClaimedJob, handler: RegisteredHandler, applied: boolean): Promise<void> | undefined {
+    if (!applied) {
+      this.leaseLost(job);
+      return undefined;
+    }
     if (this.events.observed !== false) this.events.emit({ kind: 'completed', ...this.eventBase(job) });
     return handler.circuitBreaker ? this.circuitSuccess(handler) : undefined;
+  }
+
+  /** A success whose first write failed (the database away): retried with backoff, as every outcome is. */
+  async retryCompletion(job: ClaimedJob, handler: RegisteredHandler, resultJson: string): Promise<void> {
+    if (await this.write(job, () => this.completions.complete(job, resultJson), 1)) await this.completionWritten(job, handler, true);
   }
 
   private async recordOther(job: ClaimedJob, handler: RegisteredHandler, outcome: Exclude<AttemptOutcome, { kind: 'succeeded' }>): Promise<void> {
@@ -139,4 +152,17 @@ export class OutcomeRecorder {
     );
     this.events.emit({ kind: 'lease-lost', jobId: job.id, type: job.type, attempt: job.attempt, workerId: this.workerId });
   }
+}
+
+/** Completions written one statement each, when no batcher is given. */
+function unbatched(store: JobStore): Pick<CompletionBatcher, 'complete' | 'add'> {
+  return {
+    complete: (lease, resultJson) => store.complete(lease, resultJson),
+    add: (completion) => {
+      store.complete(completion.lease, completion.resultJson).then(
+        (applied) => completion.settled(applied),
+        (error: unknown) => completion.failed(error),
+      );
+    },
+  };
 }

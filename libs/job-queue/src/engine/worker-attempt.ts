@@ -1,15 +1,23 @@
 import type { RegisteredHandler } from '../discovery/registered-handler.js';
-import type { ClaimedJob } from '../persistence/job.store.js';
+import type { ClaimedJob, Lease } from '../persistence/job.store.js';
 import { AttemptControl } from './attempt-control.js';
+import type { PendingCompletion } from './completion-batcher.js';
 import type { HeldLease } from './lease-keeper.js';
+
+/** Who hears how an attempt's completion write went. */
+export interface CompletionListener {
+  completionSettled(attempt: WorkerAttempt, applied: boolean): void;
+  completionFailed(attempt: WorkerAttempt, error: unknown): void;
+}
 
 /**
  * One claimed attempt as the worker tracks it, from its claim (waiting in the buffer) through its
- * run until its outcome is recorded: the job, the lease the keeper renews, and the attempt's
- * controls. One object per attempt rather than one per stage: at tens of thousands of short jobs a
- * second, the worker's own allocations are a large part of its cost.
+ * run until its outcome is recorded: the job, the lease the keeper renews, the attempt's controls,
+ * and, once it succeeded, its place in the completion batch. One object per attempt rather than
+ * one per stage: at tens of thousands of short jobs a second, the worker's own allocations are a
+ * large part of its cost.
  */
-export class WorkerAttempt extends AttemptControl implements HeldLease {
+export class WorkerAttempt extends AttemptControl implements HeldLease, PendingCompletion {
   readonly id: string;
   readonly leaseToken: string;
   renewedAt: number;
@@ -17,14 +25,30 @@ export class WorkerAttempt extends AttemptControl implements HeldLease {
   handler: RegisteredHandler | null = null;
   /** It holds a concurrency slot (started, and the handler has not finished). */
   slotHeld = false;
+  /** Set when the handler succeeded: the result as JSON text. */
+  resultJson = 'null';
 
   constructor(
     readonly job: ClaimedJob,
     claimedAt: number,
+    private readonly completionListener: CompletionListener,
   ) {
     super();
     this.id = job.id;
     this.leaseToken = job.leaseToken;
     this.renewedAt = claimedAt;
+  }
+
+  /** The lease a completion write presents: this attempt's. */
+  get lease(): Lease {
+    return this;
+  }
+
+  settled(applied: boolean): void {
+    this.completionListener.completionSettled(this, applied);
+  }
+
+  failed(error: unknown): void {
+    this.completionListener.completionFailed(this, error);
   }
 }

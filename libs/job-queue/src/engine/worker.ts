@@ -10,7 +10,7 @@ import type { HeldLease, LeaseHolder } from './lease-keeper.js';
 import type { OutcomeRecorder } from './outcome-recorder.js';
 import { ThroughputMeter } from './throughput-meter.js';
 import { WakeSignal } from './wake-signal.js';
-import { WorkerAttempt } from './worker-attempt.js';
+import { type CompletionListener, WorkerAttempt } from './worker-attempt.js';
 
 export interface WorkerSettings {
   workerId: string;
@@ -45,7 +45,7 @@ const LOW_WATER = 0.1;
  * own limit. A slot is freed when the handler finishes; the outcome is then written (batched)
  * while the lease is still held, and a drain waits for those writes too.
  */
-export class Worker implements LeaseHolder {
+export class Worker implements LeaseHolder, CompletionListener {
   private state: WorkerState = 'idle';
   /** Started and not yet recorded, by job id. */
   private readonly active = new Map<string, WorkerAttempt>();
@@ -230,7 +230,7 @@ export class Worker implements LeaseHolder {
         this.lastClaimAt = claimedAt;
         this.dropStaleAttempts(claimed);
         for (const job of claimed) {
-          this.buffer.push(new WorkerAttempt(job, claimedAt));
+          this.buffer.push(new WorkerAttempt(job, claimedAt, this));
           this.countBuffered(job.type, 1);
         }
         this.pump();
@@ -363,6 +363,12 @@ export class Worker implements LeaseHolder {
   private handlerDone(entry: WorkerAttempt, outcome: AttemptOutcome): void {
     this.throughput.record();
     this.freeSlot(entry);
+    if (outcome.kind === 'succeeded') {
+      // The hot path: the attempt itself joins the completion batch and hears back (completionSettled).
+      entry.resultJson = outcome.resultJson;
+      this.recorder.recordSuccess(entry);
+      return;
+    }
     let recorded: Promise<void>;
     try {
       recorded = this.recorder.record(entry.job, entry.handler!, outcome);
@@ -370,7 +376,28 @@ export class Worker implements LeaseHolder {
       this.internalError(entry, error);
       return;
     }
-    recorded.then(() => this.finished(entry), (error: unknown) => this.internalError(entry, error));
+    this.finishAfter(entry, recorded);
+  }
+
+  completionSettled(entry: WorkerAttempt, applied: boolean): void {
+    try {
+      this.finishAfter(entry, this.recorder.completionWritten(entry.job, entry.handler!, applied));
+    } catch (error) {
+      this.internalError(entry, error);
+    }
+  }
+
+  completionFailed(entry: WorkerAttempt, _error: unknown): void {
+    try {
+      this.finishAfter(entry, this.recorder.retryCompletion(entry.job, entry.handler!, entry.resultJson));
+    } catch (error) {
+      this.internalError(entry, error);
+    }
+  }
+
+  private finishAfter(entry: WorkerAttempt, recording: Promise<void> | undefined): void {
+    if (recording) recording.then(() => this.finished(entry), (error: unknown) => this.internalError(entry, error));
+    else this.finished(entry);
   }
 
   /** Defensive: runner and recorder do not throw; if they ever do, the lease expiry recovers the job. */
