@@ -34,11 +34,15 @@ export class CompletionBatcher {
    */
   add(completion: PendingCompletion): void {
     this.queue.push(completion);
-    if (!this.flushing) void this.flush();
+    if (this.flushing) return;
+    // The write starts once the current run of synchronous work is over (a microtask, no timer):
+    // a worker that just ran a batch of short jobs one after another completes them in one
+    // statement, not the first alone and the rest in the next.
+    this.flushing = true;
+    queueMicrotask(() => void this.flush());
   }
 
   private async flush(): Promise<void> {
-    this.flushing = true;
     try {
       while (this.queue.length > 0) {
         const batch = this.takeBatch();
