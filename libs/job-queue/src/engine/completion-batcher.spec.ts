@@ -119,4 +119,29 @@ describe('CompletionBatcher', () => {
     await tick();
     expect(heard).toEqual(['1:true', '3:true', '4:failed:connection reset']);
   });
+
+  it('a completion whose listener throws (it must not) does not keep the rest of its batch from hearing back', async () => {
+    const gate = gatedStore(new Set(['1', '2']));
+    const batcher = new CompletionBatcher(gate.store);
+    const heard: string[] = [];
+    batcher.add({
+      lease: lease('1'),
+      resultJson: 'null',
+      settled: () => {
+        throw new Error('listener bug');
+      },
+      failed: () => undefined,
+    });
+    batcher.add({ lease: lease('2'), resultJson: 'null', settled: (applied) => heard.push(`2:${applied}`), failed: () => undefined });
+    await tick();
+    gate.releaseNext();
+    await tick();
+    expect(heard).toEqual(['2:true']);
+    // And the batcher goes on serving.
+    const later = batcher.complete(lease('2'), 'null');
+    await tick();
+    gate.releaseNext();
+    expect(await later).toBe(true);
+  });
 });
+

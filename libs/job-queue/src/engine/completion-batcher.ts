@@ -46,14 +46,23 @@ export class CompletionBatcher {
     try {
       while (this.queue.length > 0) {
         const batch = this.takeBatch();
-        let applied: Set<string>;
+        let applied: Set<string> | null = null;
+        let failure: unknown;
         try {
           applied = await this.store.completeMany(batch);
         } catch (error) {
-          for (let i = 0; i < batch.length; i++) batch[i].failed(error);
-          continue;
+          failure = error;
         }
-        for (let i = 0; i < batch.length; i++) batch[i].settled(applied.has(batch[i].lease.id));
+        // Each completion hears back on its own: one that throws (it must not) cannot keep the
+        // rest of its batch from hearing theirs.
+        for (let i = 0; i < batch.length; i++) {
+          try {
+            if (applied) batch[i].settled(applied.has(batch[i].lease.id));
+            else batch[i].failed(failure);
+          } catch {
+            // Swallowed by contract: PendingCompletion's methods must not throw.
+          }
+        }
       }
     } finally {
       this.flushing = false;

@@ -82,6 +82,11 @@ export class JobRunner {
     } catch (error) {
       return { kind: 'failed', error: `could not open the job's transaction: ${describeError(error)}`, permanent: false };
     }
+    // Interrupted while the transaction was being opened: the handler must not run.
+    if (control.interruption) {
+      await tx.rollback().catch(() => undefined);
+      return { kind: 'interrupted', reason: control.interruption };
+    }
     const race = await this.invoke(job, handler, payload, control, tx);
     if (race.kind !== 'returned') {
       await tx.rollback().catch(() => undefined);

@@ -60,6 +60,7 @@ export class Worker implements LeaseHolder, CompletionListener {
   private readonly allRecorded = new WakeSignal();
   /** Set while pump runs: a job that finishes synchronously must not start the next one from within. */
   private pumping = false;
+  private draining: Promise<{ finished: number; released: number }> | null = null;
   private readonly throughput = new ThroughputMeter();
   private readonly planner: ClaimPlanner;
   private readonly prefetch: number;
@@ -148,7 +149,13 @@ export class Worker implements LeaseHolder, CompletionListener {
    * rest are interrupted and released back to pending. Resolves when every job has been recorded
    * or released.
    */
-  async drain(timeoutMs: number): Promise<{ finished: number; released: number }> {
+  drain(timeoutMs: number): Promise<{ finished: number; released: number }> {
+    // One drain however often it is asked for: a second caller waits for the same one.
+    this.draining ??= this.drainOnce(timeoutMs);
+    return this.draining;
+  }
+
+  private async drainOnce(timeoutMs: number): Promise<{ finished: number; released: number }> {
     if (this.state === 'idle') this.state = 'stopped';
     if (this.state === 'stopped') return { finished: 0, released: 0 };
     this.stopClaiming();
@@ -156,7 +163,9 @@ export class Worker implements LeaseHolder, CompletionListener {
     const unstarted = await this.releaseBuffer();
     const atStart = this.active.size;
     await this.untilAllRecorded(Date.now() + timeoutMs);
-    const leftover = [...this.active.values()].filter((attempt) => !attempt.interruption);
+    // Attempts whose handler has finished are only waiting for their outcome's write: they keep
+    // their lease (and its renewals) until it lands.
+    const leftover = [...this.active.values()].filter((attempt) => attempt.slotHeld && !attempt.interruption);
     for (const attempt of leftover) {
       attempt.interrupt('drain', new Error(`shutdown: drain timed out after ${timeoutMs} ms; the job is released`));
     }
@@ -345,22 +354,35 @@ export class Worker implements LeaseHolder, CompletionListener {
   }
 
   private run(entry: WorkerAttempt): void {
-    let outcome: AttemptOutcome | Promise<AttemptOutcome>;
+    let outcome: AttemptOutcome | PromiseLike<AttemptOutcome>;
     try {
-      outcome = this.runner.run(entry.job, entry.handler!, entry);
+      // Interrupted while its start was being recorded (rate limits): the handler must not run.
+      const interruption = entry.interruption;
+      outcome = interruption ? { kind: 'interrupted', reason: interruption } : this.runner.run(entry.job, entry.handler!, entry);
     } catch (error) {
       this.internalError(entry, error);
       return;
     }
-    if (outcome instanceof Promise) {
+    if (isThenable(outcome)) {
       outcome.then((settled) => this.handlerDone(entry, settled), (error: unknown) => this.internalError(entry, error));
     } else {
       this.handlerDone(entry, outcome);
     }
   }
 
-  /** The handler is done: its slot takes the next job while the outcome is written. */
+  /**
+   * The handler is done: its slot takes the next job while the outcome is written. Never throws:
+   * whatever goes wrong, the attempt still ends (the lease expiry recovers its job).
+   */
   private handlerDone(entry: WorkerAttempt, outcome: AttemptOutcome): void {
+    try {
+      this.recordOutcome(entry, outcome);
+    } catch (error) {
+      this.internalError(entry, error);
+    }
+  }
+
+  private recordOutcome(entry: WorkerAttempt, outcome: AttemptOutcome): void {
     this.throughput.record();
     this.freeSlot(entry);
     if (outcome.kind === 'succeeded') {
@@ -396,8 +418,16 @@ export class Worker implements LeaseHolder, CompletionListener {
   }
 
   private finishAfter(entry: WorkerAttempt, recording: Promise<void> | undefined): void {
-    if (recording) recording.then(() => this.finished(entry), (error: unknown) => this.internalError(entry, error));
+    if (recording) recording.then(() => this.finishedSafely(entry), (error: unknown) => this.internalError(entry, error));
     else this.finished(entry);
+  }
+
+  private finishedSafely(entry: WorkerAttempt): void {
+    try {
+      this.finished(entry);
+    } catch (error) {
+      this.internalError(entry, error);
+    }
   }
 
   /** Defensive: runner and recorder do not throw; if they ever do, the lease expiry recovers the job. */
@@ -466,4 +496,8 @@ export class Worker implements LeaseHolder, CompletionListener {
       return 0;
     }
   }
+}
+
+function isThenable<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof (value as PromiseLike<T> | null)?.then === 'function';
 }

@@ -1,0 +1,221 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { handlerStub } from '../../../../test/support/handler-stub.js';
+import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
+import type { RegisteredHandler } from '../discovery/registered-handler.js';
+import type { ClaimedJob, ClaimRequest, JobStore, Lease } from '../persistence/job.store.js';
+import { CompletionBatcher } from './completion-batcher.js';
+import { EffectLedger } from './effect-ledger.js';
+import type { EngineLogger } from './engine-logger.js';
+import type { JobQueueEvent } from './events.js';
+import { JobRunner } from './job-runner.js';
+import { OutcomeRecorder } from './outcome-recorder.js';
+import { RetryPolicy } from './retry-policy.js';
+import { Worker } from './worker.js';
+
+/**
+ * A store double holding jobs in memory: claims hand out what the test queued, with a fresh token
+ * each, and every post-claim write is fenced by the token like the real statements. Completion
+ * writes wait at a gate the test opens, so it can act while they are in flight.
+ */
+class ScriptedStore {
+  readonly waiting: ClaimedJob[] = [];
+  /** The token each job's current lease holds (absent: not running). */
+  readonly leases = new Map<string, string>();
+  readonly completed: string[] = [];
+  readonly released: string[] = [];
+  readonly started: string[] = [];
+  private claims = 0;
+  private gate: Promise<void> | null = null;
+  private openGate: (() => void) | null = null;
+  private startGate: Promise<void> | null = null;
+  private openStartGate: (() => void) | null = null;
+
+  queue(...ids: string[]): void {
+    for (const id of ids) this.waiting.push({ id, type: 'unit.job', payload: { id }, attempt: 1, maxAttempts: 3, idempotencyKey: null, leaseToken: '' });
+  }
+
+  holdCompletions(): void {
+    this.gate = new Promise((resolve) => (this.openGate = resolve));
+  }
+
+  releaseCompletions(): void {
+    this.openGate?.();
+    this.gate = null;
+  }
+
+  holdStarts(): void {
+    this.startGate = new Promise((resolve) => (this.openStartGate = resolve));
+  }
+
+  releaseStarts(): void {
+    this.openStartGate?.();
+    this.startGate = null;
+  }
+
+  async claim(request: ClaimRequest): Promise<ClaimedJob[]> {
+    const token = `claim-${++this.claims}`;
+    const taken = this.waiting.splice(0, request.limit);
+    for (const job of taken) this.leases.set(job.id, token);
+    return taken.map((job) => ({ ...job, leaseToken: token }));
+  }
+
+  async completeMany(items: ReadonlyArray<{ lease: Lease; resultJson: string }>): Promise<Set<string>> {
+    await this.gate;
+    const applied = new Set<string>();
+    for (const { lease } of items) {
+      if (this.leases.get(lease.id) !== lease.leaseToken) continue;
+      this.leases.delete(lease.id);
+      this.completed.push(lease.id);
+      applied.add(lease.id);
+    }
+    return applied;
+  }
+
+  async complete(lease: Lease, resultJson: string): Promise<boolean> {
+    return (await this.completeMany([{ lease, resultJson }])).has(lease.id);
+  }
+
+  async release(leases: readonly Lease[]): Promise<string[]> {
+    const released = leases.filter((lease) => this.leases.get(lease.id) === lease.leaseToken).map((lease) => lease.id);
+    for (const id of released) this.leases.delete(id);
+    this.released.push(...released);
+    return released;
+  }
+
+  async markStarted(jobId: string): Promise<void> {
+    await this.startGate;
+    this.started.push(jobId);
+  }
+
+  async renewLeases(): Promise<never[]> {
+    return [];
+  }
+}
+
+const quietLogger: EngineLogger = { log: () => undefined, warn: () => undefined, error: () => undefined };
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+const workers: Worker[] = [];
+
+function setup(handler: RegisteredHandler, settings: { concurrency?: number; prefetch?: number } = {}) {
+  const store = new ScriptedStore();
+  const registry = new JobHandlerRegistry();
+  registry.register(handler);
+  const events: Array<Omit<JobQueueEvent, 'at'>> = [];
+  const sink = { emit: (event: Omit<JobQueueEvent, 'at'>) => events.push(event) };
+  const jobStore = store as unknown as JobStore;
+  const recorder = new OutcomeRecorder(jobStore, new RetryPolicy(), sink, quietLogger, 'w-unit', new CompletionBatcher(jobStore), async () => undefined);
+  const runner = new JobRunner(jobStore, new EffectLedger(jobStore, quietLogger), async () => {
+    throw new Error('not used');
+  });
+  const worker = new Worker(
+    { workerId: 'w-unit', concurrency: settings.concurrency ?? 4, pollIntervalMs: 20, leaseMs: 30_000, prefetch: settings.prefetch ?? 0 },
+    jobStore,
+    registry,
+    runner,
+    recorder,
+    quietLogger,
+  );
+  workers.push(worker);
+  return { store, worker, events };
+}
+
+async function until(condition: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (condition()) return;
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+afterEach(async () => {
+  await Promise.all(workers.splice(0).map((worker) => worker.drain(100)));
+});
+
+describe('Worker', () => {
+  it('at a drain timeout interrupts only handlers still running; a finished one whose write is in flight keeps its lease and is recorded', async () => {
+    let releaseSlow: () => void = () => undefined;
+    const handler = handlerStub({
+      type: 'unit.job',
+      concurrency: 4,
+      invoke: (payload) =>
+        (payload as { id: string }).id === 'slow' ? new Promise<void>((resolve) => (releaseSlow = resolve)) : undefined,
+    });
+    const { store, worker } = setup(handler);
+    store.holdCompletions();
+    store.queue('quick', 'slow');
+    worker.start();
+    await until(() => worker.inFlight === 2, 'both jobs started');
+    // quick has finished and waits for its write; slow is still running.
+    expect(worker.heldLeases().map((lease) => lease.id).sort()).toEqual(['quick', 'slow']);
+    const draining = worker.drain(30);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    // slow was interrupted and released; quick was not interrupted and still holds its lease.
+    await until(() => store.released.includes('slow'), 'slow released');
+    expect(worker.heldLeases().map((lease) => lease.id)).toEqual(['quick']);
+    store.releaseCompletions();
+    expect(await draining).toEqual({ finished: 1, released: 1 });
+    expect(store.completed).toEqual(['quick']);
+    // A second drain, asked for at any time, is the same one.
+    expect(await worker.drain(30)).toEqual({ finished: 1, released: 1 });
+    releaseSlow();
+  });
+
+  it('a job claimed again while its stale attempt’s completion is in flight: only the new attempt’s write applies', async () => {
+    const handler = handlerStub({ type: 'unit.job', concurrency: 4 });
+    const { store, worker, events } = setup(handler);
+    store.holdCompletions();
+    store.queue('7');
+    worker.start();
+    await until(() => worker.inFlight === 1, 'first attempt started');
+    // Its lease is lost (reaped) and the job comes back to this same worker.
+    store.leases.delete('7');
+    store.queue('7');
+    worker.nudge();
+    await until(() => store.waiting.length === 0, 'job claimed again');
+    store.releaseCompletions();
+    await until(() => worker.inFlight === 0, 'both attempts recorded');
+    expect(store.completed).toEqual(['7']);
+    expect(events.map((event) => event.kind).sort()).toEqual(['completed', 'lease-lost']);
+  });
+
+  it('a rate-limited job interrupted while its start is being recorded does not run', async () => {
+    const ran: string[] = [];
+    const handler = handlerStub({
+      type: 'unit.job',
+      concurrency: 4,
+      rateLimit: { max: 100, perMs: 1_000 },
+      invoke: (payload) => void ran.push((payload as { id: string }).id),
+    });
+    const { store, worker } = setup(handler);
+    store.holdStarts();
+    store.queue('9');
+    worker.start();
+    await until(() => worker.inFlight === 1, 'job launched');
+    worker.interrupt('9', 'cancelled');
+    store.releaseStarts();
+    await until(() => worker.inFlight === 0, 'attempt ended');
+    expect(store.started).toEqual(['9']);
+    expect(ran).toEqual([]);
+    expect(store.completed).toEqual([]);
+  });
+
+  it('a listener that throws while its completion is settled does not keep the rest of the batch from hearing back', async () => {
+    const handler = handlerStub({ type: 'unit.job', concurrency: 8 });
+    const { store, worker, events } = setup(handler, { concurrency: 8 });
+    // The first completed event's subscriber throws (an EventSink must not, but one might).
+    let thrown = false;
+    (events as unknown as { push: (event: Omit<JobQueueEvent, 'at'>) => number }).push = function (event) {
+      if (!thrown) {
+        thrown = true;
+        throw new Error('subscriber failed');
+      }
+      return Array.prototype.push.call(this, event);
+    };
+    store.queue('1', '2', '3', '4');
+    worker.start();
+    await until(() => store.completed.length === 4, 'all four completed');
+    await until(() => worker.inFlight === 0, 'all four recorded');
+    expect(thrown).toBe(true);
+    await tick();
+  });
+});
