@@ -21,8 +21,6 @@ export class WorkerAttempt extends AttemptControl implements HeldLease, PendingC
   readonly id: string;
   readonly leaseToken: string;
   renewedAt: number;
-  /** Set when the attempt starts. */
-  handler: RegisteredHandler | null = null;
   /** It holds a concurrency slot (started, and the handler has not finished). */
   slotHeld = false;
   /** Set when the handler succeeded: the result as JSON text. */
@@ -30,6 +28,8 @@ export class WorkerAttempt extends AttemptControl implements HeldLease, PendingC
 
   constructor(
     readonly job: ClaimedJob,
+    /** The handler of the job's type (a worker claims only types it handles). */
+    readonly handler: RegisteredHandler,
     claimedAt: number,
     private readonly completionListener: CompletionListener,
   ) {

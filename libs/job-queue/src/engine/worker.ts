@@ -239,7 +239,7 @@ export class Worker implements LeaseHolder, CompletionListener {
         this.lastClaimAt = claimedAt;
         this.dropStaleAttempts(claimed);
         for (const job of claimed) {
-          this.buffer.push(new WorkerAttempt(job, claimedAt, this));
+          this.buffer.push(new WorkerAttempt(job, this.registry.get(job.type) as RegisteredHandler, claimedAt, this));
           this.countBuffered(job.type, 1);
         }
         this.pump();
@@ -321,8 +321,7 @@ export class Worker implements LeaseHolder, CompletionListener {
 
   private startBuffered(): void {
     for (let i = 0; i < this.buffer.length && this.running < this.settings.concurrency; ) {
-      const { job } = this.buffer[i];
-      const handler = this.registry.get(job.type) as RegisteredHandler;
+      const { job, handler } = this.buffer[i];
       const typeFull = (this.runningByType.get(job.type) ?? 0) >= handler.concurrency;
       const noConnection = handler.transactional && this.runningTransactional >= this.transactionalCapacity;
       if (typeFull || noConnection) {
@@ -342,7 +341,6 @@ export class Worker implements LeaseHolder, CompletionListener {
    */
   private launch(entry: WorkerAttempt, handler: RegisteredHandler): void {
     const { job } = entry;
-    entry.handler = handler;
     entry.slotHeld = true;
     this.active.set(job.id, entry);
     this.holdSlot(handler, 1);
@@ -358,7 +356,7 @@ export class Worker implements LeaseHolder, CompletionListener {
     try {
       // Interrupted while its start was being recorded (rate limits): the handler must not run.
       const interruption = entry.interruption;
-      outcome = interruption ? { kind: 'interrupted', reason: interruption } : this.runner.run(entry.job, entry.handler!, entry);
+      outcome = interruption ? { kind: 'interrupted', reason: interruption } : this.runner.run(entry.job, entry.handler, entry);
     } catch (error) {
       this.internalError(entry, error);
       return;
@@ -393,7 +391,7 @@ export class Worker implements LeaseHolder, CompletionListener {
     }
     let recorded: Promise<void>;
     try {
-      recorded = this.recorder.record(entry.job, entry.handler!, outcome);
+      recorded = this.recorder.record(entry.job, entry.handler, outcome);
     } catch (error) {
       this.internalError(entry, error);
       return;
@@ -403,7 +401,7 @@ export class Worker implements LeaseHolder, CompletionListener {
 
   completionSettled(entry: WorkerAttempt, applied: boolean): void {
     try {
-      this.finishAfter(entry, this.recorder.completionWritten(entry.job, entry.handler!, applied));
+      this.finishAfter(entry, this.recorder.completionWritten(entry.job, entry.handler, applied));
     } catch (error) {
       this.internalError(entry, error);
     }
@@ -411,7 +409,7 @@ export class Worker implements LeaseHolder, CompletionListener {
 
   completionFailed(entry: WorkerAttempt, _error: unknown): void {
     try {
-      this.finishAfter(entry, this.recorder.retryCompletion(entry.job, entry.handler!, entry.resultJson));
+      this.finishAfter(entry, this.recorder.retryCompletion(entry.job, entry.handler, entry.resultJson));
     } catch (error) {
       this.internalError(entry, error);
     }
@@ -458,7 +456,7 @@ export class Worker implements LeaseHolder, CompletionListener {
   private freeSlot(entry: WorkerAttempt): void {
     if (!entry.slotHeld) return;
     entry.slotHeld = false;
-    this.holdSlot(entry.handler!, -1);
+    this.holdSlot(entry.handler, -1);
     this.pump();
     this.wakeIfClaimDue();
   }
