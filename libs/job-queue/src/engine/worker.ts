@@ -330,7 +330,7 @@ export class Worker implements LeaseHolder, CompletionListener {
       }
       const next = i === 0 ? this.buffer.shift()! : this.buffer.splice(i, 1)[0];
       this.countBuffered(job.type, -1);
-      this.launch(next, handler);
+      this.launch(next);
     }
   }
 
@@ -339,8 +339,8 @@ export class Worker implements LeaseHolder, CompletionListener {
    * function: a handler that returns synchronously is recorded without a promise turn per step,
    * which for short jobs is most of the worker's cost per job.
    */
-  private launch(entry: WorkerAttempt, handler: RegisteredHandler): void {
-    const { job } = entry;
+  private launch(entry: WorkerAttempt): void {
+    const { job, handler } = entry;
     entry.slotHeld = true;
     this.active.set(job.id, entry);
     this.holdSlot(handler, 1);
@@ -389,14 +389,7 @@ export class Worker implements LeaseHolder, CompletionListener {
       this.recorder.recordSuccess(entry);
       return;
     }
-    let recorded: Promise<void>;
-    try {
-      recorded = this.recorder.record(entry.job, entry.handler, outcome);
-    } catch (error) {
-      this.internalError(entry, error);
-      return;
-    }
-    this.finishAfter(entry, recorded);
+    this.finishAfter(entry, this.recorder.record(entry.job, entry.handler, outcome));
   }
 
   completionSettled(entry: WorkerAttempt, applied: boolean): void {
