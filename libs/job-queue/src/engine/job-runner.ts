@@ -8,6 +8,7 @@ import type { AttemptOutcome } from './attempt-outcome.js';
 import { describeError } from './describe-error.js';
 import type { EffectLedger } from './effect-ledger.js';
 import { jsonHasNul } from '../persistence/json-text.js';
+import { isThenable } from './thenable.js';
 
 export type { HandlerEnqueue } from './attempt-context.js';
 
@@ -172,11 +173,6 @@ export class JobRunner {
 
 function invalidPayload(error: unknown): AttemptOutcome {
   return { kind: 'failed', error: `invalid payload: ${describeError(error)}`, permanent: true };
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return false;
-  return typeof (value as PromiseLike<unknown>).then === 'function';
 }
 
 /** The outcome of every handler that returns nothing: one shared object, not one per job. */

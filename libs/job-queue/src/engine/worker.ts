@@ -9,6 +9,7 @@ import type { JobRunner } from './job-runner.js';
 import type { HeldLease, LeaseHolder } from './lease-keeper.js';
 import type { OutcomeRecorder } from './outcome-recorder.js';
 import { ThroughputMeter } from './throughput-meter.js';
+import { isThenable } from './thenable.js';
 import { WakeSignal } from './wake-signal.js';
 import { type CompletionListener, WorkerAttempt } from './worker-attempt.js';
 
@@ -487,8 +488,4 @@ export class Worker implements LeaseHolder, CompletionListener {
       return 0;
     }
   }
-}
-
-function isThenable<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
-  return typeof (value as PromiseLike<T> | null)?.then === 'function';
 }
