@@ -181,6 +181,22 @@ describe('hot path statements', () => {
     expect(released).toHaveLength(200);
   });
 
+  it('counts a rate-limited start the handler has not made yet in every window, until markStarted stamps it', async () => {
+    await api.producer.enqueueMany(Array.from({ length: 6 }, (_, n) => ({ type: 'hot.rated', payload: { n } })));
+    const rated = (limit: number) =>
+      claims.flowParams(request([{ type: 'hot.rated', limit, maxAttempts: 3, rateMax: 2, rateWindowMs: 200 }]), randomUUID());
+    const first = await db.query<{ id: string }>(claims.flowText, rated(6));
+    expect(first).toHaveLength(2);
+    // Well past the window, but neither handler has started (no markStarted): still no room.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await db.query(claims.flowText, rated(6))).toHaveLength(0);
+    // Both start now; once a window has passed since, the rate has room again.
+    for (const job of first) await db.query(sql.markStarted, [job.id]);
+    expect(await db.query(claims.flowText, rated(6))).toHaveLength(0);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    expect(await db.query(claims.flowText, rated(6))).toHaveLength(2);
+  });
+
   it('keeps every claim plan small on a long backlog, so PostgreSQL never JIT-compiles a claim', async () => {
     // 300,000 waiting jobs over three types, analysed: the planner knows how long the queue is.
     await db.query(`

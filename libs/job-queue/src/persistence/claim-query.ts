@@ -27,7 +27,8 @@ export class ClaimQuery {
   /**
    * The claim with flow control: each type's free capacity cut by its circuit (closed: all; open:
    * none; cool-down over: one probe, taken by whichever claim flips the circuit to half-open first,
-   * under the row lock), its rate limit (starts in the window) and its global concurrency (running
+   * under the row lock), its rate limit (starts in the window, a start not yet made counting as
+   * one in every window until it is) and its global concurrency (running
    * jobs); callers hold the type's job_types row lock for the last two (claimLimitedLock), so those
    * counts are exact.
    */
@@ -123,8 +124,12 @@ export class ClaimQuery {
       ), claimed AS (
         ${markClaimed}
       ), started AS (
+        -- Stamped one window ahead until the handler really starts (markStarted sets the real
+        -- time): a claim that counts before that update still sees this start in its window, so
+        -- a start delayed on a busy machine cannot slip past the limit.
         INSERT INTO ${starts} (type, job_id, started_at)
-        SELECT claimed.type, claimed.id, clock_timestamp() FROM claimed JOIN wanted w ON w.type = claimed.type
+        SELECT claimed.type, claimed.id, clock_timestamp() + w.rate_window_ms * interval '1 millisecond'
+        FROM claimed JOIN wanted w ON w.type = claimed.type
         WHERE w.rate_max IS NOT NULL
       )
       ${claimedInOrder}`;

@@ -197,9 +197,11 @@ export function jobSql(schema: string) {
       ) DELETE FROM ${jobs} j USING doomed WHERE j.id = doomed.id`,
 
     /**
-     * A rate-limited handler is about to start: its start moves from claim time to now, so a
-     * handler delayed on a busy machine still counts where it really starts. Only later claims
-     * read it (under the type's row lock), and a later time only makes them more careful.
+     * A rate-limited handler is about to start: its start moves from the provisional stamp the
+     * claim gave it (one window ahead, so it counted in every window meanwhile) to now, so a
+     * handler delayed on a busy machine counts where it really starts. Only claims read it (under
+     * the type's row lock). A start never made (the worker died first) stops counting two
+     * windows after its claim.
      */
     markStarted: `UPDATE ${starts} SET started_at = clock_timestamp() WHERE job_id = $1`,
 
