@@ -310,12 +310,12 @@ describe('worker', () => {
   describe('synchronous handlers', () => {
     it('a backlog of them runs each job once, each started from a flat stack; a synchronous throw is retried', async () => {
       Object.assign(syncRuns, { seqs: [], deepestStack: 0 });
-      const jobs = 3_000;
+      const jobs = 1_000;
       await api.producer.enqueueMany(Array.from({ length: jobs }, (_, seq) => ({ type: 'worker.sync', payload: { seq } })));
       // Started after the backlog is in, with a large prefetch: claims of hundreds of jobs that
       // finish as soon as they start, the case where starting the next job from inside the last
       // one's completion would nest one stack frame set per job.
-      const syncWorker = await startQueueApp(db.url, { concurrency: 8, prefetch: 2_000, workerId: 'worker-sync', retry: { baseDelayMs: 10 } }, [
+      const syncWorker = await startQueueApp(db.url, { concurrency: 8, prefetch: 1_000, workerId: 'worker-sync', retry: { baseDelayMs: 10 } }, [
         SyncHandlers,
       ]);
       try {
