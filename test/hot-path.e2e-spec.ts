@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { DataSource } from 'typeorm';
 import { ClaimQuery } from '../libs/job-queue/src/persistence/claim-query.js';
+import { PostgresJobStore } from '../libs/job-queue/src/persistence/postgres-job.store.js';
 import { jobSql } from '../libs/job-queue/src/persistence/job.sql.js';
 import type { ClaimRequest, TypeClaim } from '../libs/job-queue/src/persistence/job.store.js';
 import { startQueueApp, type QueueApp } from './support/queue-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
+import { waitFor } from './support/wait-for.js';
 
 /**
  * The statements on the hot path, on real PostgreSQL: the batch insert carries every option
@@ -225,7 +228,21 @@ describe('hot path statements', () => {
         randomUUID(),
       ),
     );
-    for (const [statement, explained] of Object.entries({ plain, flow })) {
+    // The one-type claim, as the generic plan PostgreSQL keeps for a named statement: bounded by its cap.
+    const generic = new pg.Client({ connectionString: db.url });
+    await generic.connect();
+    const oneType: Record<string, { Plan: Record<string, number>; JIT?: unknown }> = {};
+    try {
+      await generic.query('SET plan_cache_mode = force_generic_plan');
+      for (const cap of [16, 1_024, 4_096]) {
+        await generic.query(`PREPARE one_${cap} AS ${claims.oneType(cap)}`);
+        const { rows } = await generic.query(`EXPLAIN (FORMAT JSON) EXECUTE one_${cap}('hot.backlog0', 200, 'w', 30000, 3, '${NO_TOKEN}')`);
+        oneType[`oneType cap ${cap}`] = rows[0]['QUERY PLAN'][0];
+      }
+    } finally {
+      await generic.end();
+    }
+    for (const [statement, explained] of Object.entries({ plain, flow, ...oneType })) {
       expect(explained.JIT, statement).toBeUndefined();
       expect(explained.Plan['Total Cost'], statement).toBeLessThan(Math.min(jitAboveCost, 10_000));
     }
@@ -248,6 +265,50 @@ describe('hot path statements', () => {
       await claimer.end();
     }
     await db.query(`DELETE FROM job_queue.jobs WHERE type LIKE 'hot.backlog%'`);
+  });
+
+  it('moves one-type claims to a plan made for the table size they meet, not the sequential scan a tiny table was planned with', async () => {
+    const dataSource = new DataSource({ type: 'postgres', url: db.url, extra: { max: 1 } });
+    await dataSource.initialize();
+    try {
+      const store = new PostgresJobStore(dataSource, 'job_queue');
+      const statements = async () =>
+        new Map(
+          (await dataSource.query(`SELECT name, generic_plans::int AS generic FROM pg_prepared_statements WHERE name LIKE '%claimOneType%'`)).map(
+            (row: { name: string; generic: number }) => [row.name.replace(/^ajq_[0-9a-f]+_/, ''), row.generic],
+          ),
+        );
+      const claimSome = (n: number) => store.claim(request([{ type: 'hot.growing', limit: n, maxAttempts: 3 }]));
+      await db.query(`TRUNCATE job_queue.jobs CASCADE`);
+      await api.producer.enqueueMany(Array.from({ length: 10 }, (_, i) => ({ type: 'hot.growing', payload: { i } })));
+      for (let i = 0; i < 10; i++) expect(await claimSome(1)).toHaveLength(1);
+      // A few pages: after five custom plans PostgreSQL settles on the generic one, for this size only.
+      expect(await statements()).toEqual(new Map([['claimOneType_16_0', 5]]));
+      const explain = async (name: string) => {
+        await dataSource.query('SET plan_cache_mode = force_generic_plan');
+        const rows = await dataSource.query(`EXPLAIN EXECUTE "ajq_${name}"('hot.growing', 1, 'w', 30000, 3, '${NO_TOKEN}')`);
+        await dataSource.query('RESET plan_cache_mode');
+        return rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+      };
+      const tag = [...(await dataSource.query(`SELECT name FROM pg_prepared_statements WHERE name LIKE '%claimOneType%'`))][0].name.split('_')[1];
+      expect(await explain(`${tag}_claimOneType_16_0`)).toMatch(/Seq Scan on jobs/);
+
+      // The table grows to thousands of pages; within a second or so claims move to a new plan.
+      await db.query(`
+        INSERT INTO job_queue.jobs (type, payload, max_attempts, status, attempts, completed_at)
+        SELECT 'hot.history', '{}'::jsonb, 3, 'completed', 1, now() FROM generate_series(1, 60000)`);
+      await api.producer.enqueueMany(Array.from({ length: 20 }, (_, i) => ({ type: 'hot.growing', payload: { i } })));
+      await waitFor(async () => {
+        await claimSome(1);
+        return (await statements()).has('claimOneType_16_3');
+      }, { message: 'a claim under the plan for the grown table' });
+      const grown = await explain(`${tag}_claimOneType_16_3`);
+      expect(grown).toMatch(/Index Scan using jobs_claim_idx/);
+      expect(grown).toMatch(/Tid Scan on jobs/);
+      expect(grown).not.toMatch(/Seq Scan on jobs/);
+    } finally {
+      await dataSource.destroy();
+    }
   });
 
   async function planJson(statement: string, params: unknown[]): Promise<{ Plan: Record<string, number>; JIT?: unknown }> {

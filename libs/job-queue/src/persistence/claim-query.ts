@@ -1,9 +1,11 @@
 import type { ClaimRequest } from './job.store.js';
 
 /**
- * The two claim statements and their parameters: $1 types, $2 each type's limit, $3 the total
- * limit, $4 worker id, $5 lease ms, $6 each type's max attempts, $7 the claim's lease token, and
- * for the flow-control claim $8 rate max, $9 rate window ms, $10 global max, per type.
+ * The claim statements and their parameters. The multi-type claims: $1 types, $2 each type's
+ * limit, $3 the total limit, $4 worker id, $5 lease ms, $6 each type's max attempts, $7 the
+ * claim's lease token, and for the flow-control claim $8 rate max, $9 rate window ms, $10 global
+ * max, per type. The one-type claim: $1 type, $2 limit, $3 worker id, $4 lease ms, $5 max
+ * attempts, $6 lease token.
  *
  * Every job a claim takes gets the claim's own token, a fresh random UUID: a job appears at most
  * once in a claim, so (id, token) names one attempt of one job, which is all fencing needs, and
@@ -34,6 +36,9 @@ export class ClaimQuery {
    */
   readonly flowText: string;
 
+  private readonly oneTypeText: (cap: number) => string;
+  private readonly oneTypeByCap = new Map<number, string>();
+
   constructor(schema: string) {
     const jobs = `"${schema}".jobs`;
     const types = `"${schema}".job_types`;
@@ -42,20 +47,21 @@ export class ClaimQuery {
      * Waiting, due jobs of the type in priority then run-time order, at most `allowance`; each as
      * the tuple id (ctid) of the row version it locked.
      */
-    const pickClaimable = (source: string, allowance: string) => `
-        SELECT c.ctid FROM ${source}
-        CROSS JOIN LATERAL (
+    const lockClaimable = (type: string, cap: string, allowance: string) => `
           SELECT capped.* FROM (
             SELECT j.ctid, j.id, j.priority, j.run_at FROM ${jobs} j
-            WHERE j.type = w.type AND j.status IN ('pending', 'failed') AND j.run_at <= now()
+            WHERE j.type = ${type} AND j.status IN ('pending', 'failed') AND j.run_at <= now()
               AND (j.ordering_key IS NULL OR NOT EXISTS (
                     SELECT 1 FROM ${jobs} e
                     WHERE e.ordering_key = j.ordering_key AND e.id < j.id AND e.status IN ('pending', 'processing', 'failed')))
             ORDER BY j.priority DESC, j.run_at, j.id
-            LIMIT $3
+            LIMIT ${cap}
             FOR UPDATE SKIP LOCKED
           ) capped
-          LIMIT ${allowance}
+          LIMIT ${allowance}`;
+    const pickClaimable = (source: string, allowance: string) => `
+        SELECT c.ctid FROM ${source}
+        CROSS JOIN LATERAL (${lockClaimable('w.type', '$3', allowance)}
         ) c
         ORDER BY c.priority DESC, c.run_at, c.id
         LIMIT $3`;
@@ -68,14 +74,15 @@ export class ClaimQuery {
      * version, which this statement's snapshot cannot see. Such a job is simply not claimed: it
      * stays waiting and unlocked after commit, for the next claim.
      */
-    const markClaimed = `
+    const markClaimed = (worker: string, leaseMs: string, maxAttempts: string, token: string, from: string) => `
         UPDATE ${jobs} j
-        SET status = 'processing', attempts = j.attempts + 1, claimed_at = now(), worker_id = $4,
-            max_attempts = CASE WHEN j.max_attempts_from_job THEN j.max_attempts ELSE w.max_attempts END,
-            lease_token = $7::uuid, lease_expires_at = now() + $5 * interval '1 millisecond',
+        SET status = 'processing', attempts = j.attempts + 1, claimed_at = now(), worker_id = ${worker},
+            max_attempts = CASE WHEN j.max_attempts_from_job THEN j.max_attempts ELSE ${maxAttempts} END,
+            lease_token = ${token}::uuid, lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
             retry_after = NULL
-        FROM wanted w WHERE j.ctid = ANY (ARRAY(SELECT ctid FROM picked)) AND w.type = j.type
+        ${from}
         RETURNING j.id, j.type, j.payload, j.attempts, j.max_attempts, j.idempotency_key, j.priority, j.run_at`;
+    const manyClaimed = markClaimed('$4', '$5', 'w.max_attempts', '$7', 'FROM wanted w WHERE j.ctid = ANY (ARRAY(SELECT ctid FROM picked)) AND w.type = j.type');
     /**
      * Claimed rows in claim order; the store reads the columns by position, in this order. The
      * lease token is the claim's own parameter, the same for every row: the store fills it in
@@ -92,7 +99,14 @@ export class ClaimQuery {
       ), picked AS MATERIALIZED (
         ${pickClaimable('wanted w', 'w.n')}
       ), claimed AS (
-        ${markClaimed}
+        ${manyClaimed}
+      )
+      ${claimedInOrder}`;
+
+    this.oneTypeText = (cap) => `
+      WITH picked AS MATERIALIZED (${lockClaimable('$1', String(cap), '$2')}
+      ), claimed AS (
+        ${markClaimed('$3', '$4', '$5', '$6', 'WHERE j.ctid = ANY (ARRAY(SELECT ctid FROM picked))')}
       )
       ${claimedInOrder}`;
 
@@ -122,7 +136,7 @@ export class ClaimQuery {
       ), picked AS MATERIALIZED (
         ${pickClaimable('allowed w', 'GREATEST(w.n, 0)')}
       ), claimed AS (
-        ${markClaimed}
+        ${manyClaimed}
       ), started AS (
         -- Stamped one window ahead until the handler really starts (markStarted sets the real
         -- time): a claim that counts before that update still sees this start in its window, so
@@ -133,6 +147,27 @@ export class ClaimQuery {
         WHERE w.rate_max IS NOT NULL
       )
       ${claimedInOrder}`;
+  }
+
+  /**
+   * The claim for one type without flow control, its locking query capped by the literal `cap`
+   * (a power of 4, at least the claim's limit) rather than a parameter. Its estimates then depend
+   * on no parameter's value, so PostgreSQL keeps one generic plan for a named statement instead of
+   * planning every claim anew (planning was a third of a one-job claim's time); the cap bounds
+   * that plan's cost, so it never crosses `jit_above_cost` however large the backlog.
+   */
+  oneType(cap: number): string {
+    let text = this.oneTypeByCap.get(cap);
+    if (text === undefined) {
+      text = this.oneTypeText(cap);
+      this.oneTypeByCap.set(cap, text);
+    }
+    return text;
+  }
+
+  oneTypeParams(request: ClaimRequest, leaseToken: string): unknown[] {
+    const [only] = request.perType;
+    return [only.type, Math.min(only.limit, request.limit), request.workerId, request.leaseMs, only.maxAttempts, leaseToken];
   }
 
   /** `leaseToken`: the claim's token, a fresh random UUID (see the class comment). */

@@ -114,6 +114,12 @@ export function jobSql(schema: string) {
      */
     claimLimitedLock: `SELECT type FROM ${types} WHERE type = ANY($1::text[]) ORDER BY type FOR UPDATE`,
 
+    /**
+     * The jobs table's size in pages, which names the one-type claim's cached plan
+     * (OneTypeClaimPlans). It reads the file's length only: no lock, no scan, nothing to race.
+     */
+    jobsTablePages: `SELECT (pg_relation_size('${jobs}') / current_setting('block_size')::bigint)::int AS pages`,
+
     /** Idempotent: one row per job type, made by any worker that handles the type. */
     registerTypes: `INSERT INTO ${types} (type) SELECT unnest($1::text[]) ON CONFLICT (type) DO NOTHING`,
 

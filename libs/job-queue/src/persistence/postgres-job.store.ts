@@ -19,6 +19,7 @@ import type {
   RetentionWalk,
 } from './job.store.js';
 import { ClaimQuery } from './claim-query.js';
+import { OneTypeClaimPlans } from './one-type-claim-plans.js';
 import { jobSql, type JobSql } from './job.sql.js';
 import type { JobRecord } from './job-record.js';
 import { JOB_STATUSES, type JobStatus } from './job-status.js';
@@ -35,8 +36,10 @@ const MAX_ENQUEUE_ROUNDS = 3;
 export class PostgresJobStore implements JobStore {
   private readonly sql: JobSql;
 
-  private readonly named: (statement: keyof JobSql | 'claimPlain' | 'claimFlow') => string;
+  private readonly named: (statement: keyof JobSql | 'claimPlain' | 'claimFlow' | 'claimOneType') => string;
   private readonly claims: ClaimQuery;
+  /** Only for named statements: an unnamed one is planned for each claim anyway. */
+  private readonly oneTypePlans: OneTypeClaimPlans | null;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -51,6 +54,9 @@ export class PostgresJobStore implements JobStore {
     // Statement names are per connection and must stay under PostgreSQL's 63-byte identifiers.
     const tag = createHash('sha1').update(schema).digest('hex').slice(0, 8);
     this.named = (statement) => `ajq_${tag}_${statement}`;
+    this.oneTypePlans = prepare
+      ? new OneTypeClaimPlans(async () => (await this.executor.query<{ pages: number }>(this.sql.jobsTablePages)).rows[0].pages)
+      : null;
   }
 
   async enqueue(jobs: readonly NewJob[], manager?: EntityManager): Promise<EnqueuedJob[]> {
@@ -135,7 +141,15 @@ export class PostgresJobStore implements JobStore {
     } else if (request.flowControl) {
       rows = await this.executor.queryArrays(this.claims.flowText, this.claims.flowParams(request, leaseToken), this.named('claimFlow'));
     } else {
-      rows = await this.executor.queryArrays(this.claims.plainText, this.claims.plainParams(request, leaseToken), this.named('claimPlain'));
+      const [only, ...others] = request.perType;
+      const plan = others.length === 0 ? await this.oneTypePlans?.planFor(Math.min(only.limit, request.limit)) : null;
+      rows = plan
+        ? await this.executor.queryArrays(
+            this.claims.oneType(plan.cap),
+            this.claims.oneTypeParams(request, leaseToken),
+            `${this.named('claimOneType')}_${plan.cap}_${plan.sizeClass}`,
+          )
+        : await this.executor.queryArrays(this.claims.plainText, this.claims.plainParams(request, leaseToken), this.named('claimPlain'));
     }
     return claimedJobs(rows, leaseToken);
   }
