@@ -115,8 +115,9 @@ export function jobSql(schema: string) {
     claimLimitedLock: `SELECT type FROM ${types} WHERE type = ANY($1::text[]) ORDER BY type FOR UPDATE`,
 
     /**
-     * The jobs table's size in pages, which names the one-type claim's cached plan
-     * (OneTypeClaimPlans). It reads the file's length only: no lock, no scan, nothing to race.
+     * The jobs table's size in pages, which decides whether one-type claims may use a cached plan
+     * (OneTypeClaimPlans). It reads the file's length under a brief share lock: no scan, and
+     * nothing it could race with.
      */
     jobsTablePages: `SELECT (pg_relation_size('${jobs}') / current_setting('block_size')::bigint)::int AS pages`,
 

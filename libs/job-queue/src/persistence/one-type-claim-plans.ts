@@ -1,30 +1,25 @@
-/** Jobs-table sizes (pages) between size classes; from the last one on, plans keep their shape. */
-const SIZE_CLASS_BOUNDS = [16, 64, 256];
 /**
- * Claims above this many jobs use the multi-type statement, planned for each claim. The cap keeps
- * a generic plan cheap: a 4,096 cap costs about a thirtieth of `jit_above_cost` on a long backlog.
+ * From this size (pages) on, a generic plan of the one-type claim has the shape every larger table
+ * gets: the claimed rows updated by tuple id (a TID scan's cost, about 40, is below a sequential
+ * scan of 64 pages at any row width) and the ordering-key check on its index. On a smaller table
+ * the planner may choose sequential scans for both, which would be ruinous once the table grows.
+ */
+const CACHED_PLAN_MIN_PAGES = 64;
+/**
+ * Claims above this many jobs are planned each time. The cap keeps a generic plan cheap: a 4,096
+ * cap costs about a thirtieth of `jit_above_cost` on a long backlog.
  */
 const MAX_CAP = 4_096;
 /** How often the table's size is read again while claims run (in the background). */
 const RESIZE_EVERY_MS = 1_000;
-/** A size older than this (the worker was idle) is read again before the claim. */
-const STALE_AFTER_MS = 10_000;
-
-export interface OneTypeClaimPlan {
-  /** The claim's literal cap: a power of 4, at least 16 and at least the claim's limit. */
-  cap: number;
-  /** The jobs table's size class when the claim runs: part of the statement's name. */
-  sizeClass: number;
-}
 
 /**
- * Names the cached plans of the one-type claim (ClaimQuery.oneType). PostgreSQL gives a named
- * statement a generic plan and keeps it until the table's statistics change. A plan made while
- * the jobs table is a few pages reads it by sequential scan (cheapest there), and with autovacuum
- * off nothing would replace it as the table grows. So the statement's name carries the table's
- * size class, read from the file size about once a second: a claim on a table that has left its
- * class runs under another name, planned for the size it has now. From 256 pages on, the plan is
- * the one every larger table gets (index and tuple-id scans), so the names stay few.
+ * Decides when a one-type claim may run under a cached plan (ClaimQuery.oneType), and with which
+ * cap. PostgreSQL gives a named statement a generic plan after a few executions and keeps it
+ * until the table's statistics change, so that plan must suit the table at any later size. It
+ * does once the table has CACHED_PLAN_MIN_PAGES pages, so until the table's file is that large,
+ * claims use the statement planned for each claim. The size is read about once a second, in the
+ * background; a size read late is harmless, since either statement is right for any size then.
  */
 export class OneTypeClaimPlans {
   private pages: number | null = null;
@@ -36,30 +31,31 @@ export class OneTypeClaimPlans {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** The plan for a one-type claim of up to `limit` jobs; null: use the claim planned each time. */
-  async planFor(limit: number): Promise<OneTypeClaimPlan | null> {
+  /**
+   * The literal cap (a power of 4, at least 16 and at least `limit`) for a one-type claim of up
+   * to `limit` jobs; null: use the claim planned each time (the table is small, its size is not
+   * known yet, or the claim is too large to cap).
+   */
+  async capFor(limit: number): Promise<number | null> {
     if (limit > MAX_CAP) return null;
-    const age = this.now() - this.readAt;
-    if (this.pages === null || age > STALE_AFTER_MS) await this.refresh();
-    else if (age > RESIZE_EVERY_MS) void this.refresh();
-    if (this.pages === null) return null;
+    // The first claim waits for the size; a failed read is tried again a second later, not per claim.
+    const due = this.now() - this.readAt > RESIZE_EVERY_MS;
+    if (due && this.pages === null) await this.refresh();
+    else if (due) void this.refresh();
+    if (this.pages === null || this.pages < CACHED_PLAN_MIN_PAGES) return null;
     let cap = 16;
     while (cap < limit) cap *= 4;
-    let sizeClass = 0;
-    while (sizeClass < SIZE_CLASS_BOUNDS.length && this.pages >= SIZE_CLASS_BOUNDS[sizeClass]) sizeClass++;
-    return { cap, sizeClass };
+    return cap;
   }
 
-  /** One read at a time; a failed read forgets the size, so claims fall back until a read succeeds. */
+  /** One read at a time; after a failed read the last size known stands until one succeeds. */
   private refresh(): Promise<void> {
     this.reading ??= this.readPages()
       .then(
         (pages) => {
           this.pages = pages;
         },
-        () => {
-          this.pages = null;
-        },
+        () => undefined,
       )
       .finally(() => {
         this.readAt = this.now();

@@ -142,12 +142,12 @@ export class PostgresJobStore implements JobStore {
       rows = await this.executor.queryArrays(this.claims.flowText, this.claims.flowParams(request, leaseToken), this.named('claimFlow'));
     } else {
       const [only, ...others] = request.perType;
-      const plan = others.length === 0 ? await this.oneTypePlans?.planFor(Math.min(only.limit, request.limit)) : null;
-      rows = plan
+      const cap = others.length === 0 ? await this.oneTypePlans?.capFor(Math.min(only.limit, request.limit)) : null;
+      rows = cap
         ? await this.executor.queryArrays(
-            this.claims.oneType(plan.cap),
+            this.claims.oneType(cap),
             this.claims.oneTypeParams(request, leaseToken),
-            `${this.named('claimOneType')}_${plan.cap}_${plan.sizeClass}`,
+            `${this.named('claimOneType')}_${cap}`,
           )
         : await this.executor.queryArrays(this.claims.plainText, this.claims.plainParams(request, leaseToken), this.named('claimPlain'));
     }
