@@ -1,10 +1,5 @@
-/**
- * From this size (pages) on, a generic plan of the one-type claim has the shape every larger table
- * gets: the claimed rows updated by tuple id (a TID scan's cost, about 40, is below a sequential
- * scan of 64 pages at any row width) and the ordering-key check on its index. On a smaller table
- * the planner may choose sequential scans for both, which would be ruinous once the table grows.
- */
-const CACHED_PLAN_MIN_PAGES = 64;
+import { LARGE_TABLE_PAGES } from './claim-query.js';
+
 /**
  * Claims above this many jobs are planned each time. The cap keeps a generic plan cheap: a 4,096
  * cap costs about a thirtieth of `jit_above_cost` on a long backlog.
@@ -13,13 +8,21 @@ const MAX_CAP = 4_096;
 /** How often the table's size is read again while claims run (in the background). */
 const RESIZE_EVERY_MS = 1_000;
 
+export interface OneTypeClaimPlan {
+  /** The literal cap: a power of 4, at least 16 and at least the claim's limit. */
+  cap: number;
+  /** The jobs table had fewer than LARGE_TABLE_PAGES pages when last read: the guarded form. */
+  smallTable: boolean;
+}
+
 /**
- * Decides when a one-type claim may run under a cached plan (ClaimQuery.oneType), and with which
- * cap. PostgreSQL gives a named statement a generic plan after a few executions and keeps it
- * until the table's statistics change, so that plan must suit the table at any later size. It
- * does once the table has CACHED_PLAN_MIN_PAGES pages, so until the table's file is that large,
- * claims use the statement planned for each claim. The size is read about once a second, in the
- * background; a size read late is harmless, since either statement is right for any size then.
+ * Chooses the form of a one-type claim (ClaimQuery.oneType). PostgreSQL gives a named statement a
+ * generic plan after a few executions and keeps it until the table's statistics change, so a plan
+ * made on a table of a few pages may still be in use when the table holds millions of rows. Made
+ * on LARGE_TABLE_PAGES or more, the plan suits any larger table; made on fewer, it may not, so
+ * small tables get the guarded form, which claims nothing once the table is large. The size is
+ * read about once a second in the background, and again whenever a guarded claim found nothing
+ * (it may have been turned away): a size read late then costs at most that one empty claim.
  */
 export class OneTypeClaimPlans {
   private pages: number | null = null;
@@ -32,20 +35,25 @@ export class OneTypeClaimPlans {
   ) {}
 
   /**
-   * The literal cap (a power of 4, at least 16 and at least `limit`) for a one-type claim of up
-   * to `limit` jobs; null: use the claim planned each time (the table is small, its size is not
-   * known yet, or the claim is too large to cap).
+   * The form for a one-type claim of up to `limit` jobs; null: use the claim planned each time
+   * (the claim is too large to cap, or the table's size could not be read yet).
    */
-  async capFor(limit: number): Promise<number | null> {
+  async planFor(limit: number): Promise<OneTypeClaimPlan | null> {
     if (limit > MAX_CAP) return null;
     // The first claim waits for the size; a failed read is tried again a second later, not per claim.
     const due = this.now() - this.readAt > RESIZE_EVERY_MS;
     if (due && this.pages === null) await this.refresh();
     else if (due) void this.refresh();
-    if (this.pages === null || this.pages < CACHED_PLAN_MIN_PAGES) return null;
+    if (this.pages === null) return null;
     let cap = 16;
     while (cap < limit) cap *= 4;
-    return cap;
+    return { cap, smallTable: this.pages < LARGE_TABLE_PAGES };
+  }
+
+  /** After a guarded claim found nothing: reads the size now; true if the table has become large. */
+  async grewLarge(): Promise<boolean> {
+    await this.refresh();
+    return this.pages !== null && this.pages >= LARGE_TABLE_PAGES;
   }
 
   /** One read at a time; after a failed read the last size known stands until one succeeds. */
