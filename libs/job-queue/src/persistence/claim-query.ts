@@ -1,14 +1,6 @@
 import type { ClaimRequest } from './job.store.js';
 
 /**
- * From this size (pages) on, a generic plan of the one-type claim has the shape every larger table
- * gets: claimed rows updated by tuple id (a TID scan's cost, about 40, is below a sequential scan
- * of 64 pages at any row width) and the ordering-key check on its index. Made on a smaller table,
- * the plan may use sequential scans for both, ruinous once the table has grown.
- */
-export const LARGE_TABLE_PAGES = 64;
-
-/**
  * The claim statements and their parameters. The multi-type claims: $1 types, $2 each type's
  * limit, $3 the total limit, $4 worker id, $5 lease ms, $6 each type's max attempts, $7 the
  * claim's lease token, and for the flow-control claim $8 rate max, $9 rate window ms, $10 global
@@ -44,8 +36,8 @@ export class ClaimQuery {
    */
   readonly flowText: string;
 
-  private readonly oneTypeText: (cap: number, smallTable: boolean) => string;
-  private readonly oneTypeByCap = new Map<string, string>();
+  private readonly oneTypeText: (cap: number) => string;
+  private readonly oneTypeByCap = new Map<number, string>();
 
   constructor(schema: string) {
     const jobs = `"${schema}".jobs`;
@@ -111,24 +103,12 @@ export class ClaimQuery {
       )
       ${claimedInOrder}`;
 
-    /**
-     * The small-table form claims nothing once the table has LARGE_TABLE_PAGES pages: its kept
-     * plan may have been made on a few pages, with sequential scans, and must never run on a large
-     * table. Its LIMIT becomes 0 (the locking scan then never starts), and the update runs only if
-     * something was locked (a one-time filter: the scan under it never starts either).
-     */
-    this.oneTypeText = (cap, smallTable) => {
-      const allowance = smallTable
-        ? `(SELECT CASE WHEN pg_relation_size('${jobs}') < ${LARGE_TABLE_PAGES} * current_setting('block_size')::bigint THEN $2 ELSE 0 END)`
-        : '$2';
-      const locked = `${smallTable ? 'WHERE EXISTS (SELECT 1 FROM picked) AND' : 'WHERE'} j.ctid = ANY (ARRAY(SELECT ctid FROM picked))`;
-      return `
-      WITH picked AS MATERIALIZED (${lockClaimable('$1', String(cap), allowance)}
+    this.oneTypeText = (cap) => `
+      WITH picked AS MATERIALIZED (${lockClaimable('$1', String(cap), '$2')}
       ), claimed AS (
-        ${markClaimed('$3', '$4', '$5', '$6', locked)}
+        ${markClaimed('$3', '$4', '$5', '$6', 'WHERE j.ctid = ANY (ARRAY(SELECT ctid FROM picked))')}
       )
       ${claimedInOrder}`;
-    };
 
     this.flowText = `
       WITH wanted AS (
@@ -174,16 +154,13 @@ export class ClaimQuery {
    * (a power of 4, at least the claim's limit) rather than a parameter. Its estimates then depend
    * on no parameter's value, so PostgreSQL keeps one generic plan for a named statement instead of
    * planning every claim anew (planning was a third of a one-job claim's time); the cap bounds
-   * that plan's cost, so it never crosses `jit_above_cost` however large the backlog. Use the
-   * `smallTable` form while the table has fewer than LARGE_TABLE_PAGES pages: it claims nothing
-   * (returns no rows) once the table is larger.
+   * that plan's cost, so it never crosses `jit_above_cost` however large the backlog.
    */
-  oneType(cap: number, smallTable: boolean): string {
-    const key = `${cap}:${smallTable}`;
-    let text = this.oneTypeByCap.get(key);
+  oneType(cap: number): string {
+    let text = this.oneTypeByCap.get(cap);
     if (text === undefined) {
-      text = this.oneTypeText(cap, smallTable);
-      this.oneTypeByCap.set(key, text);
+      text = this.oneTypeText(cap);
+      this.oneTypeByCap.set(cap, text);
     }
     return text;
   }

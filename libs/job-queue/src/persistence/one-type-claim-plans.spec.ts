@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { OneTypeClaimPlans } from './one-type-claim-plans.js';
 
 describe('OneTypeClaimPlans', () => {
+  const capOf = async (plans: OneTypeClaimPlans, limit: number) => (await plans.planFor(limit))?.cap ?? null;
   /**
    * A table whose size the test sets, on a clock the test moves. The first read answers at once;
    * later ones wait for `finishRead`, so the test sees what claims do while a read is under way.
@@ -28,87 +29,112 @@ describe('OneTypeClaimPlans', () => {
 
   it('caps a claim at the next power of 4 from 16, and plans claims past 4,096 each time', async () => {
     const { plans } = tableOf(1_000);
-    expect((await plans.planFor(1))?.cap).toBe(16);
-    expect((await plans.planFor(16))?.cap).toBe(16);
-    expect((await plans.planFor(17))?.cap).toBe(64);
-    expect((await plans.planFor(510))?.cap).toBe(1_024);
-    expect((await plans.planFor(4_096))?.cap).toBe(4_096);
-    expect(await plans.planFor(4_097)).toBeNull();
+    expect(await capOf(plans, 1)).toBe(16);
+    expect(await capOf(plans, 16)).toBe(16);
+    expect(await capOf(plans, 17)).toBe(64);
+    expect(await capOf(plans, 510)).toBe(1_024);
+    expect(await capOf(plans, 4_096)).toBe(4_096);
+    expect(await capOf(plans, 4_097)).toBeNull();
   });
 
   it.each([
-    [0, true],
-    [63, true],
-    [64, false],
-    [5_000_000, false],
-  ])('on a table of %i pages gives the guarded small-table form: %s', async (pages, smallTable) => {
+    [0, null],
+    [63, null],
+    [64, 16],
+    [5_000_000, 16],
+  ])('on a table of %i pages gives a claim of 10 the cap %s', async (pages, cap) => {
     const { plans } = tableOf(pages);
-    expect(await plans.planFor(10)).toEqual({ cap: 16, smallTable });
+    expect(await capOf(plans, 10)).toBe(cap);
   });
 
   it('reads the size before the first claim, then again in the background about once a second', async () => {
     const { state, plans, finishRead } = tableOf(3);
-    expect((await plans.planFor(10))?.smallTable).toBe(true);
+    expect(await capOf(plans, 10)).toBeNull();
     expect(state.reads).toBe(1);
 
     state.pages = 10_000;
     state.now += 500;
-    expect((await plans.planFor(10))?.smallTable).toBe(true);
+    expect(await capOf(plans, 10)).toBeNull();
     expect(state.reads).toBe(1);
 
     // Past a second: claims go on with the size they know while the new one is read, once.
     state.now += 600;
-    expect((await plans.planFor(10))?.smallTable).toBe(true);
-    expect((await plans.planFor(10))?.smallTable).toBe(true);
+    expect(await capOf(plans, 10)).toBeNull();
+    expect(await capOf(plans, 10)).toBeNull();
     expect(state.reads).toBe(2);
     await finishRead();
-    expect((await plans.planFor(10))?.smallTable).toBe(false);
+    expect(await capOf(plans, 10)).toBe(16);
   });
 
-  it('after a guarded claim found nothing, reads the size at once and tells whether the table grew large', async () => {
-    const { state, plans, finishRead } = tableOf(3);
-    await plans.planFor(10);
-    const stillSmall = plans.grewLarge();
-    await finishRead();
-    expect(await stillSmall).toBe(false);
-
-    state.pages = 64;
-    const grown = plans.grewLarge();
-    await finishRead();
-    expect(await grown).toBe(true);
-    expect((await plans.planFor(10))?.smallTable).toBe(false);
-    expect(state.reads).toBe(3);
-  });
-
-  it('keeps the last size known when a read fails', async () => {
+  it('keeps the last size known when a background read fails, and reads again a second later', async () => {
     const { state, plans, finishRead } = tableOf(300);
-    expect((await plans.planFor(10))?.smallTable).toBe(false);
+    expect(await capOf(plans, 10)).toBe(16);
     state.fail = true;
     state.now += 1_100;
-    expect((await plans.planFor(10))?.smallTable).toBe(false);
+    expect(await capOf(plans, 10)).toBe(16);
     await finishRead();
-    expect((await plans.planFor(10))?.smallTable).toBe(false);
-    const grown = plans.grewLarge();
+    expect(await capOf(plans, 10)).toBe(16);
+    expect(state.reads).toBe(2);
+
+    state.fail = false;
+    state.pages = 10;
+    state.now += 1_100;
+    expect(await capOf(plans, 10)).toBe(16);
     await finishRead();
-    expect(await grown).toBe(true);
-    expect(state.reads).toBe(3);
+    expect(await capOf(plans, 10)).toBeNull();
   });
 
   it('plans each claim while the size cannot be read, trying again once a second rather than per claim', async () => {
     const { state, plans, finishRead } = tableOf(300);
     state.reads = 1; // every read from here waits for finishRead
     state.fail = true;
-    const first = plans.planFor(10);
+    const first = capOf(plans, 10);
     await finishRead();
     expect(await first).toBeNull();
-    expect(await plans.planFor(10)).toBeNull();
+    expect(await capOf(plans, 10)).toBeNull();
     expect(state.reads).toBe(2);
 
     state.fail = false;
     state.now += 1_100;
-    const again = plans.planFor(10);
+    const again = capOf(plans, 10);
     await finishRead();
-    expect(await again).toEqual({ cap: 16, smallTable: false });
+    expect(await again).toBe(16);
     expect(state.reads).toBe(3);
+  });
+
+  it('starts a new generation of statement names when a read finds the table fallen below 64 pages', async () => {
+    const { state, plans, finishRead } = tableOf(300);
+    expect(await plans.planFor(10)).toEqual({ cap: 16, generation: 0 });
+    // Growing keeps the generation: a plan made on 64 pages or more suits any larger table.
+    state.pages = 100_000;
+    state.now += 1_100;
+    await plans.planFor(10);
+    await finishRead();
+    expect(await plans.planFor(10)).toEqual({ cap: 16, generation: 0 });
+    // Truncated to a few pages: planned each time, and a later large table gets fresh names.
+    state.pages = 2;
+    state.now += 1_100;
+    await plans.planFor(10);
+    await finishRead();
+    expect(await plans.planFor(10)).toBeNull();
+    state.pages = 500;
+    state.now += 1_100;
+    await plans.planFor(10);
+    await finishRead();
+    expect(await plans.planFor(10)).toEqual({ cap: 16, generation: 1 });
+  });
+
+  it('gives kept plans up after twenty shrinks, so a table that keeps shrinking cannot pile up statements', async () => {
+    const { state, plans, finishRead } = tableOf(300);
+    expect(await plans.planFor(10)).toEqual({ cap: 16, generation: 0 });
+    for (let shrink = 0; shrink < 20; shrink++) {
+      for (const pages of [2, 300]) {
+        state.pages = pages;
+        state.now += 1_100;
+        await plans.planFor(10);
+        await finishRead();
+      }
+    }
+    expect(await plans.planFor(10)).toBeNull();
   });
 });

@@ -19,7 +19,7 @@ import type {
   RetentionWalk,
 } from './job.store.js';
 import { ClaimQuery } from './claim-query.js';
-import { OneTypeClaimPlans, type OneTypeClaimPlan } from './one-type-claim-plans.js';
+import { OneTypeClaimPlans } from './one-type-claim-plans.js';
 import { jobSql, type JobSql } from './job.sql.js';
 import type { JobRecord } from './job-record.js';
 import { JOB_STATUSES, type JobStatus } from './job-status.js';
@@ -36,7 +36,7 @@ const MAX_ENQUEUE_ROUNDS = 3;
 export class PostgresJobStore implements JobStore {
   private readonly sql: JobSql;
 
-  private readonly named: (statement: keyof JobSql | 'claimPlain' | 'claimFlow' | 'claimOneType' | 'claimOneTypeSmall') => string;
+  private readonly named: (statement: keyof JobSql | 'claimPlain' | 'claimFlow' | 'claimOneType') => string;
   private readonly claims: ClaimQuery;
   /** Only for named statements: an unnamed one is planned for each claim anyway. */
   private readonly oneTypePlans: OneTypeClaimPlans | null;
@@ -143,25 +143,15 @@ export class PostgresJobStore implements JobStore {
     } else {
       const [only, ...others] = request.perType;
       const plan = others.length === 0 ? await this.oneTypePlans?.planFor(Math.min(only.limit, request.limit)) : null;
-      if (plan) {
-        rows = await this.claimOneType(plan, request, leaseToken);
-        // The guarded form turns a claim away once the table is large: claim again, in the large form.
-        if (plan.smallTable && rows.length === 0 && (await this.oneTypePlans!.grewLarge())) {
-          rows = await this.claimOneType({ cap: plan.cap, smallTable: false }, request, leaseToken);
-        }
-      } else {
-        rows = await this.executor.queryArrays(this.claims.plainText, this.claims.plainParams(request, leaseToken), this.named('claimPlain'));
-      }
+      rows = plan
+        ? await this.executor.queryArrays(
+            this.claims.oneType(plan.cap),
+            this.claims.oneTypeParams(request, leaseToken),
+            `${this.named('claimOneType')}_${plan.cap}_${plan.generation}`,
+          )
+        : await this.executor.queryArrays(this.claims.plainText, this.claims.plainParams(request, leaseToken), this.named('claimPlain'));
     }
     return claimedJobs(rows, leaseToken);
-  }
-
-  private claimOneType(plan: OneTypeClaimPlan, request: ClaimRequest, leaseToken: string): Promise<unknown[][]> {
-    return this.executor.queryArrays(
-      this.claims.oneType(plan.cap, plan.smallTable),
-      this.claims.oneTypeParams(request, leaseToken),
-      `${this.named(plan.smallTable ? 'claimOneTypeSmall' : 'claimOneType')}_${plan.cap}`,
-    );
   }
 
   /** Claims holding the limited types' row locks, so their counts cannot be raced. */
