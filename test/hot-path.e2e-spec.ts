@@ -235,9 +235,12 @@ describe('hot path statements', () => {
     try {
       await generic.query('SET plan_cache_mode = force_generic_plan');
       for (const cap of [16, 1_024, 4_096]) {
-        await generic.query(`PREPARE one_${cap} AS ${claims.oneType(cap)}`);
-        const { rows } = await generic.query(`EXPLAIN (FORMAT JSON) EXECUTE one_${cap}('hot.backlog0', 200, 'w', 30000, 3, '${NO_TOKEN}')`);
-        oneType[`oneType cap ${cap}`] = rows[0]['QUERY PLAN'][0];
+        for (const smallTable of [false, true]) {
+          const name = `one_${cap}_${smallTable ? 'small' : 'large'}`;
+          await generic.query(`PREPARE ${name} AS ${claims.oneType(cap, smallTable)}`);
+          const { rows } = await generic.query(`EXPLAIN (FORMAT JSON) EXECUTE ${name}('hot.backlog0', 200, 'w', 30000, 3, '${NO_TOKEN}')`);
+          oneType[`oneType cap ${cap}${smallTable ? ' small-table form' : ''}`] = rows[0]['QUERY PLAN'][0];
+        }
       }
     } finally {
       await generic.end();
@@ -269,97 +272,152 @@ describe('hot path statements', () => {
     await db.query(`DELETE FROM job_queue.jobs WHERE type LIKE 'hot.backlog%'`);
   });
 
-  it('claims one type under a cached plan only once the table is large enough that the plan suits it at any later size', async () => {
+  it('keeps one-type claim plans that can never scan a large table: guarded while the table is small, by index and tuple id once it is large', async () => {
     // One connection that is never closed for idleness, so its prepared statements stay in view.
     const dataSource = new DataSource({ type: 'postgres', url: db.url, extra: { max: 1, idleTimeoutMillis: 0 } });
     await dataSource.initialize();
     try {
       const store = new PostgresJobStore(dataSource, 'job_queue');
-      const claimSome = () => store.claim(request([{ type: 'hot.growing', limit: 1, maxAttempts: 3 }]));
-      const statements = async (): Promise<string[]> =>
-        (await dataSource.query(`SELECT name FROM pg_prepared_statements`)).map((row: { name: string }) => row.name.replace(/^ajq_[0-9a-f]+_/, ''));
-      const pages = async () => (await db.query<{ pages: number }>(`SELECT (pg_relation_size('job_queue.jobs') / 8192)::int AS pages`))[0].pages;
+      const claimOne = () => store.claim(request([{ type: 'hot.growing', limit: 1, maxAttempts: 3 }]));
+      const [{ version }] = await db.query<{ version: number }>(`SELECT current_setting('server_version_num')::int AS version`);
+      const statement = async (suffix: string): Promise<{ name: string; generic?: number; runs?: number } | undefined> => {
+        const rows: Array<{ name: string; generic?: number; runs?: number }> = await dataSource.query(
+          version >= 140_000
+            ? `SELECT name, generic_plans::int AS generic, (generic_plans + custom_plans)::int AS runs FROM pg_prepared_statements`
+            : `SELECT name FROM pg_prepared_statements`,
+        );
+        return rows.find((row) => row.name.endsWith(`_${suffix}`));
+      };
+      const explainGeneric = async (name: string, analyze = false) => {
+        await dataSource.query('SET plan_cache_mode = force_generic_plan');
+        const rows = await dataSource.query(
+          `EXPLAIN ${analyze ? '(ANALYZE, COSTS OFF, TIMING OFF)' : ''} EXECUTE "${name}"('hot.growing', 1, 'w', 30000, 3, '${NO_TOKEN}')`,
+        );
+        await dataSource.query('RESET plan_cache_mode');
+        return rows.map((row: { 'QUERY PLAN': string }) => row['QUERY PLAN']).join('\n');
+      };
       const history = (rows: number) =>
         db.query(`
           INSERT INTO job_queue.jobs (type, payload, max_attempts, status, attempts, completed_at)
           SELECT 'hot.history', '{}'::jsonb, 3, 'completed', 1, now() FROM generate_series(1, ${rows})`);
       await db.query(`TRUNCATE job_queue.jobs CASCADE`);
       await api.producer.enqueueMany(Array.from({ length: 30 }, (_, i) => ({ type: 'hot.growing', payload: { i } })));
-      for (let i = 0; i < 8; i++) expect(await claimSome()).toHaveLength(1);
-      // A few pages: each claim is planned as it runs.
-      expect(await statements()).toEqual(['claimPlain']);
 
-      // Just past the threshold (64 pages of history): within a second or so, claims use the cached plan.
+      // A few pages: the guarded form. After five custom plans PostgreSQL keeps a generic one.
+      for (let i = 0; i < 8; i++) expect(await claimOne()).toHaveLength(1);
+      const small = (await statement('claimOneTypeSmall_16'))!;
+      expect(small).toBeDefined();
+      if (version >= 140_000) expect(small.generic).toBeGreaterThan(0);
+      expect(await statement('claimPlain')).toBeUndefined();
+
+      // Past 64 pages, that kept plan turns claims away without starting a scan of the table.
       await history(4_500);
       expect(await pages()).toBeGreaterThanOrEqual(64);
       expect(await pages()).toBeLessThan(128);
-      await waitFor(async () => (await claimSome(), (await statements()).includes('claimOneType_16_0')), {
-        message: 'a claim under the cached one-type plan',
-      });
-      for (let i = 0; i < 8; i++) await claimSome();
-      const [{ version }] = await db.query<{ version: number }>(`SELECT current_setting('server_version_num')::int AS version`);
-      if (version >= 140_000) {
-        // PostgreSQL 14+ counts them: after five custom plans it settled on the generic one.
-        const [{ generic }] = await dataSource.query(
-          `SELECT generic_plans::int AS generic FROM pg_prepared_statements WHERE name LIKE '%claimOneType_16_0'`,
-        );
-        expect(generic).toBeGreaterThan(0);
-      }
+      await dataSource.query('BEGIN');
+      const turnedAway = await explainGeneric(small.name, true);
+      await dataSource.query('ROLLBACK');
+      expect(turnedAway).toMatch(/Limit \(actual rows=0/);
+      expect(turnedAway).not.toMatch(/Scan on jobs[^\n]*\(actual rows=[1-9]/);
+      expect(turnedAway).not.toMatch(/Seq Scan on jobs[^\n]*\(actual/);
+      // The store notices and claims in the large form at once, not at its next size read.
+      expect(await claimOne()).toHaveLength(1);
+      for (let i = 0; i < 8; i++) expect(await claimOne()).toHaveLength(1);
+      const large = (await statement('claimOneType_16_0'))!;
+      expect(large).toBeDefined();
+      if (version >= 140_000) expect(large.generic).toBeGreaterThan(0);
 
-      // The generic plan made at that size, kept while the table grows twenty-fold, still reads it
+      // The generic plan made just past 64 pages, kept while the table grows twenty-fold, reads it
       // by index and tuple id, never by a sequential scan.
       await history(80_000);
-      const explainGeneric = async (suffix: string) => {
-        const [{ name }] = await dataSource.query(`SELECT name FROM pg_prepared_statements WHERE name LIKE '%${suffix}'`);
-        await dataSource.query('SET plan_cache_mode = force_generic_plan');
-        const plan = (await dataSource.query(`EXPLAIN EXECUTE "${name}"('hot.growing', 1, 'w', 30000, 3, '${NO_TOKEN}')`))
-          .map((row: { 'QUERY PLAN': string }) => row['QUERY PLAN'])
-          .join('\n');
-        await dataSource.query('RESET plan_cache_mode');
-        return plan;
-      };
-      const plan = await explainGeneric('claimOneType_16_0');
-      expect(plan).toMatch(/Index Scan using jobs_claim_idx/);
-      expect(plan).toMatch(/Tid Scan on jobs/);
-      expect(plan).not.toMatch(/Seq Scan/);
+      const grown = await explainGeneric(large.name);
+      expect(grown).toMatch(/Index Scan using jobs_claim_idx/);
+      expect(grown).toMatch(/Tid Scan on jobs/);
+      expect(grown).not.toMatch(/Seq Scan/);
+      expect(await claimOne()).toHaveLength(1);
 
       // Truncated, the table drops its kept plans; a claim before the next size read makes a new
-      // one on an empty table. Once a read has seen the table small, that plan is never used
-      // again: grown back, claims run under a new name, planned at their new size.
+      // large-form plan on an empty table. Once a read has seen the table small, that plan is
+      // never used again: grown back, claims run under a new name, planned at their new size.
       await db.query(`TRUNCATE job_queue.jobs CASCADE`);
       await api.producer.enqueueMany(Array.from({ length: 30 }, (_, i) => ({ type: 'hot.growing', payload: { i } })));
-      expect(await claimSome()).toHaveLength(1);
+      expect(await claimOne()).toHaveLength(1);
       if (version >= 140_000) {
-        const runs = async () =>
-          (await dataSource.query(
-            `SELECT (generic_plans + custom_plans)::int AS runs FROM pg_prepared_statements WHERE name LIKE '%claimOneType_16_0'`,
-          ))[0].runs as number;
         // Claims stop using it once the shrink has been read.
         await waitFor(
           async () => {
-            const before = await runs();
-            await claimSome();
-            return (await runs()) === before;
+            const before = (await statement('claimOneType_16_0'))!.runs;
+            await claimOne();
+            return (await statement('claimOneType_16_0'))!.runs === before;
           },
-          { message: 'claims planned each time on the truncated table' },
+          { message: 'claims in the guarded form on the truncated table' },
         );
       } else {
         await new Promise((resolve) => setTimeout(resolve, 1_500));
-        await claimSome();
+        await claimOne();
       }
       await history(4_500);
-      await waitFor(async () => (await claimSome(), (await statements()).includes('claimOneType_16_1')), {
-        message: 'a claim under the next generation of the kept plan',
+      await waitFor(async () => (await claimOne(), (await statement('claimOneType_16_1')) !== undefined), {
+        message: 'a claim under the next generation of the large form',
       });
-      for (let i = 0; i < 6; i++) await claimSome();
+      for (let i = 0; i < 6; i++) await claimOne();
       await history(80_000);
-      const regrown = await explainGeneric('claimOneType_16_1');
+      const regrown = await explainGeneric((await statement('claimOneType_16_1'))!.name);
       expect(regrown).toMatch(/Tid Scan on jobs/);
       expect(regrown).not.toMatch(/Seq Scan/);
     } finally {
       await dataSource.destroy();
     }
   });
+
+  it('checks ordering keys in one pass in the guarded form, even under a plan made on an empty table', async () => {
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      await db.query(`TRUNCATE job_queue.jobs CASCADE`);
+      // Vacuumed while empty: the planner then takes the table for empty, its worst case.
+      await db.query(`VACUUM ANALYZE job_queue.jobs`);
+      await client.query('SET plan_cache_mode = force_generic_plan');
+      await client.query(`PREPARE small_on_empty AS ${claims.oneType(16, true)}`);
+      const params = `('hot.keyed', 16, 'w', 30000, 3, '${NO_TOKEN}')`;
+      await client.query(`EXPLAIN EXECUTE small_on_empty${params}`);
+
+      // A key whose oldest job runs, 2,000 jobs waiting behind it, then free jobs with and without keys.
+      const [{ running }] = await db.query<{ running: string }>(`
+        INSERT INTO job_queue.jobs (type, payload, max_attempts, status, attempts, lease_token, ordering_key)
+        VALUES ('hot.keyed', '{}', 3, 'processing', 1, gen_random_uuid(), 'busy') RETURNING id::text AS running`);
+      await db.query(`
+        INSERT INTO job_queue.jobs (type, payload, max_attempts, ordering_key)
+        SELECT 'hot.keyed', '{}', 3, 'busy' FROM generate_series(1, 2000)`);
+      const free = await api.producer.enqueueMany([
+        { type: 'hot.keyed', payload: { free: 1 }, options: { orderingKey: 'idle' } },
+        { type: 'hot.keyed', payload: { free: 2 }, options: { orderingKey: 'idle' } },
+        { type: 'hot.keyed', payload: { free: 3 } },
+      ]);
+      expect(await pages()).toBeLessThan(64);
+
+      await client.query('BEGIN');
+      const explained = (await client.query(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE small_on_empty${params}`)).rows
+        .map((row: { 'QUERY PLAN': string }) => row['QUERY PLAN'])
+        .join('\n');
+      await client.query('ROLLBACK');
+      // The rule as one hashed set, its scan run once, not a scan per waiting job.
+      expect(explained).toMatch(/hashed SubPlan/);
+      for (const loops of explained.matchAll(/Scan on jobs e[^\n]*loops=(\d+)/g)) expect(Number(loops[1])).toBe(1);
+
+      const { rows } = await client.query(`EXECUTE small_on_empty${params}`);
+      // The oldest job of the idle key and the job without a key; nothing behind a running job.
+      expect(rows.map((row: { id: string }) => row.id).sort()).toEqual([free[0].id, free[2].id].sort());
+      expect(rows.map((row: { id: string }) => row.id)).not.toContain(running);
+    } finally {
+      await client.end();
+      await db.query(`DELETE FROM job_queue.jobs WHERE type = 'hot.keyed'`);
+    }
+  });
+
+  async function pages(): Promise<number> {
+    return (await db.query<{ pages: number }>(`SELECT (pg_relation_size('job_queue.jobs') / 8192)::int AS pages`))[0].pages;
+  }
 
   async function planJson(statement: string, params: unknown[]): Promise<{ Plan: Record<string, number>; JIT?: unknown }> {
     const [row] = await db.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, number>; JIT?: unknown }> }>(

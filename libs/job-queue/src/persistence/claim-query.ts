@@ -1,6 +1,14 @@
 import type { ClaimRequest } from './job.store.js';
 
 /**
+ * From this size (pages) on, a generic plan of the one-type claim has the shape every larger table
+ * gets: claimed rows updated by tuple id (a TID scan's cost, about 40, is below a sequential scan
+ * of 64 pages at any row width) and the ordering-key check on its index. Made on a smaller table,
+ * the plan may use sequential scans for both, ruinous once the table has grown.
+ */
+export const LARGE_TABLE_PAGES = 64;
+
+/**
  * The claim statements and their parameters. The multi-type claims: $1 types, $2 each type's
  * limit, $3 the total limit, $4 worker id, $5 lease ms, $6 each type's max attempts, $7 the
  * claim's lease token, and for the flow-control claim $8 rate max, $9 rate window ms, $10 global
@@ -36,24 +44,41 @@ export class ClaimQuery {
    */
   readonly flowText: string;
 
-  private readonly oneTypeText: (cap: number) => string;
-  private readonly oneTypeByCap = new Map<number, string>();
+  private readonly oneTypeText: (cap: number, smallTable: boolean) => string;
+  private readonly oneTypeByCap = new Map<string, string>();
 
   constructor(schema: string) {
     const jobs = `"${schema}".jobs`;
     const types = `"${schema}".job_types`;
     const starts = `"${schema}".job_starts`;
+    const unfinished = `('pending', 'processing', 'failed')`;
+    /**
+     * A keyed job is claimable only while it is the oldest unfinished job of its key. Probed per
+     * job on the ordering index: the cost follows the jobs the claim looks at, whatever the table
+     * holds.
+     */
+    const oldestOfKeyByProbe = `NOT EXISTS (
+                    SELECT 1 FROM ${jobs} e
+                    WHERE e.ordering_key = j.ordering_key AND e.id < j.id AND e.status IN ${unfinished})`;
+    /**
+     * The same rule as one set, each key's oldest unfinished job, built once per claim (a hashed
+     * subplan, built only if the claim meets a keyed job). For the small-table claim: its plan may
+     * be made on an empty table, where the probe above can become a sequential scan for every
+     * keyed job looked at; this costs one pass over a small table instead.
+     */
+    const oldestOfKeyAsSet = `j.id IN (
+                    SELECT min(e.id) FROM ${jobs} e
+                    WHERE e.ordering_key IS NOT NULL AND e.status IN ${unfinished}
+                    GROUP BY e.ordering_key)`;
     /**
      * Waiting, due jobs of the type in priority then run-time order, at most `allowance`; each as
      * the tuple id (ctid) of the row version it locked.
      */
-    const lockClaimable = (type: string, cap: string, allowance: string) => `
+    const lockClaimable = (type: string, cap: string, allowance: string, oldestOfKey = oldestOfKeyByProbe) => `
           SELECT capped.* FROM (
             SELECT j.ctid, j.id, j.priority, j.run_at FROM ${jobs} j
             WHERE j.type = ${type} AND j.status IN ('pending', 'failed') AND j.run_at <= now()
-              AND (j.ordering_key IS NULL OR NOT EXISTS (
-                    SELECT 1 FROM ${jobs} e
-                    WHERE e.ordering_key = j.ordering_key AND e.id < j.id AND e.status IN ('pending', 'processing', 'failed')))
+              AND (j.ordering_key IS NULL OR ${oldestOfKey})
             ORDER BY j.priority DESC, j.run_at, j.id
             LIMIT ${cap}
             FOR UPDATE SKIP LOCKED
@@ -103,12 +128,29 @@ export class ClaimQuery {
       )
       ${claimedInOrder}`;
 
-    this.oneTypeText = (cap) => `
-      WITH picked AS MATERIALIZED (${lockClaimable('$1', String(cap), '$2')}
+    /**
+     * The small-table form claims nothing once the table has LARGE_TABLE_PAGES pages or more: its
+     * kept plan may have been made on a few pages, with sequential scans, and must never run on a
+     * large table. Its LIMIT becomes 0 (the locking scan then never starts), and the update runs
+     * only if something was locked (a one-time filter: the scan under it never starts either).
+     */
+    this.oneTypeText = (cap, smallTable) => {
+      const picked = smallTable
+        ? lockClaimable(
+            '$1',
+            String(cap),
+            `(SELECT CASE WHEN pg_relation_size('${jobs}') < ${LARGE_TABLE_PAGES} * current_setting('block_size')::bigint THEN $2 ELSE 0 END)`,
+            oldestOfKeyAsSet,
+          )
+        : lockClaimable('$1', String(cap), '$2');
+      const locked = `${smallTable ? 'WHERE EXISTS (SELECT 1 FROM picked) AND' : 'WHERE'} j.ctid = ANY (ARRAY(SELECT ctid FROM picked))`;
+      return `
+      WITH picked AS MATERIALIZED (${picked}
       ), claimed AS (
-        ${markClaimed('$3', '$4', '$5', '$6', 'WHERE j.ctid = ANY (ARRAY(SELECT ctid FROM picked))')}
+        ${markClaimed('$3', '$4', '$5', '$6', locked)}
       )
       ${claimedInOrder}`;
+    };
 
     this.flowText = `
       WITH wanted AS (
@@ -154,13 +196,16 @@ export class ClaimQuery {
    * (a power of 4, at least the claim's limit) rather than a parameter. Its estimates then depend
    * on no parameter's value, so PostgreSQL keeps one generic plan for a named statement instead of
    * planning every claim anew (planning was a third of a one-job claim's time); the cap bounds
-   * that plan's cost, so it never crosses `jit_above_cost` however large the backlog.
+   * that plan's cost, so it never crosses `jit_above_cost` however large the backlog. Use the
+   * `smallTable` form while the table has fewer than LARGE_TABLE_PAGES pages: it claims nothing
+   * (returns no rows) once the table is larger.
    */
-  oneType(cap: number): string {
-    let text = this.oneTypeByCap.get(cap);
+  oneType(cap: number, smallTable: boolean): string {
+    const key = `${cap}:${smallTable}`;
+    let text = this.oneTypeByCap.get(key);
     if (text === undefined) {
-      text = this.oneTypeText(cap);
-      this.oneTypeByCap.set(cap, text);
+      text = this.oneTypeText(cap, smallTable);
+      this.oneTypeByCap.set(key, text);
     }
     return text;
   }

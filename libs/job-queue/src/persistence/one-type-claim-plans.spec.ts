@@ -3,6 +3,11 @@ import { OneTypeClaimPlans } from './one-type-claim-plans.js';
 
 describe('OneTypeClaimPlans', () => {
   const capOf = async (plans: OneTypeClaimPlans, limit: number) => (await plans.planFor(limit))?.cap ?? null;
+  /** Which form a claim of 10 gets: the guarded small-table one, the large one, or none (planned each time). */
+  const formOf = async (plans: OneTypeClaimPlans) => {
+    const plan = await plans.planFor(10);
+    return plan === null ? null : plan.smallTable ? 'small' : 'large';
+  };
   /**
    * A table whose size the test sets, on a clock the test moves. The first read answers at once;
    * later ones wait for `finishRead`, so the test sees what claims do while a read is under way.
@@ -38,50 +43,66 @@ describe('OneTypeClaimPlans', () => {
   });
 
   it.each([
-    [0, null],
-    [63, null],
-    [64, 16],
-    [5_000_000, 16],
-  ])('on a table of %i pages gives a claim of 10 the cap %s', async (pages, cap) => {
+    [0, 'small'],
+    [63, 'small'],
+    [64, 'large'],
+    [5_000_000, 'large'],
+  ])('on a table of %i pages gives a claim of 10 the %s form', async (pages, form) => {
     const { plans } = tableOf(pages);
-    expect(await capOf(plans, 10)).toBe(cap);
+    expect(await formOf(plans)).toBe(form);
+    expect(await capOf(plans, 10)).toBe(16);
   });
 
   it('reads the size before the first claim, then again in the background about once a second', async () => {
     const { state, plans, finishRead } = tableOf(3);
-    expect(await capOf(plans, 10)).toBeNull();
+    expect(await formOf(plans)).toBe('small');
     expect(state.reads).toBe(1);
 
     state.pages = 10_000;
     state.now += 500;
-    expect(await capOf(plans, 10)).toBeNull();
+    expect(await formOf(plans)).toBe('small');
     expect(state.reads).toBe(1);
 
     // Past a second: claims go on with the size they know while the new one is read, once.
     state.now += 600;
-    expect(await capOf(plans, 10)).toBeNull();
-    expect(await capOf(plans, 10)).toBeNull();
+    expect(await formOf(plans)).toBe('small');
+    expect(await formOf(plans)).toBe('small');
     expect(state.reads).toBe(2);
     await finishRead();
-    expect(await capOf(plans, 10)).toBe(16);
+    expect(await formOf(plans)).toBe('large');
+  });
+
+  it('after a guarded claim found nothing, reads the size at once and tells whether the table grew large', async () => {
+    const { state, plans, finishRead } = tableOf(3);
+    expect(await formOf(plans)).toBe('small');
+    const stillSmall = plans.grewLarge();
+    await finishRead();
+    expect(await stillSmall).toBe(false);
+
+    state.pages = 64;
+    const grown = plans.grewLarge();
+    await finishRead();
+    expect(await grown).toBe(true);
+    expect(await formOf(plans)).toBe('large');
+    expect(state.reads).toBe(3);
   });
 
   it('keeps the last size known when a background read fails, and reads again a second later', async () => {
     const { state, plans, finishRead } = tableOf(300);
-    expect(await capOf(plans, 10)).toBe(16);
+    expect(await formOf(plans)).toBe('large');
     state.fail = true;
     state.now += 1_100;
-    expect(await capOf(plans, 10)).toBe(16);
+    expect(await formOf(plans)).toBe('large');
     await finishRead();
-    expect(await capOf(plans, 10)).toBe(16);
+    expect(await formOf(plans)).toBe('large');
     expect(state.reads).toBe(2);
 
     state.fail = false;
     state.pages = 10;
     state.now += 1_100;
-    expect(await capOf(plans, 10)).toBe(16);
+    expect(await formOf(plans)).toBe('large');
     await finishRead();
-    expect(await capOf(plans, 10)).toBeNull();
+    expect(await formOf(plans)).toBe('small');
   });
 
   it('plans each claim while the size cannot be read, trying again once a second rather than per claim', async () => {
@@ -102,31 +123,31 @@ describe('OneTypeClaimPlans', () => {
     expect(state.reads).toBe(3);
   });
 
-  it('starts a new generation of statement names when a read finds the table fallen below 64 pages', async () => {
+  it('starts a new generation of large-form names when a read finds the table fallen below 64 pages', async () => {
     const { state, plans, finishRead } = tableOf(300);
-    expect(await plans.planFor(10)).toEqual({ cap: 16, generation: 0 });
+    expect(await plans.planFor(10)).toEqual({ cap: 16, smallTable: false, generation: 0 });
     // Growing keeps the generation: a plan made on 64 pages or more suits any larger table.
     state.pages = 100_000;
     state.now += 1_100;
     await plans.planFor(10);
     await finishRead();
-    expect(await plans.planFor(10)).toEqual({ cap: 16, generation: 0 });
-    // Truncated to a few pages: planned each time, and a later large table gets fresh names.
+    expect(await plans.planFor(10)).toEqual({ cap: 16, smallTable: false, generation: 0 });
+    // Truncated to a few pages: the guarded form, and a later large table gets fresh names.
     state.pages = 2;
     state.now += 1_100;
     await plans.planFor(10);
     await finishRead();
-    expect(await plans.planFor(10)).toBeNull();
+    expect(await plans.planFor(10)).toEqual({ cap: 16, smallTable: true, generation: 1 });
     state.pages = 500;
     state.now += 1_100;
     await plans.planFor(10);
     await finishRead();
-    expect(await plans.planFor(10)).toEqual({ cap: 16, generation: 1 });
+    expect(await plans.planFor(10)).toEqual({ cap: 16, smallTable: false, generation: 1 });
   });
 
-  it('gives kept plans up after twenty shrinks, so a table that keeps shrinking cannot pile up statements', async () => {
+  it('gives the large form up after twenty shrinks, so a table that keeps shrinking cannot pile up statements', async () => {
     const { state, plans, finishRead } = tableOf(300);
-    expect(await plans.planFor(10)).toEqual({ cap: 16, generation: 0 });
+    expect(await formOf(plans)).toBe('large');
     for (let shrink = 0; shrink < 20; shrink++) {
       for (const pages of [2, 300]) {
         state.pages = pages;
@@ -135,6 +156,12 @@ describe('OneTypeClaimPlans', () => {
         await finishRead();
       }
     }
-    expect(await plans.planFor(10)).toBeNull();
+    expect(await formOf(plans)).toBeNull();
+    // The guarded form is safe at any size, so small tables keep it.
+    state.pages = 2;
+    state.now += 1_100;
+    await plans.planFor(10);
+    await finishRead();
+    expect(await formOf(plans)).toBe('small');
   });
 });

@@ -1,10 +1,5 @@
-/**
- * From this size (pages) on, a generic plan of the one-type claim has the shape every larger table
- * gets: the claimed rows updated by tuple id (a TID scan's cost, about 40, is below a sequential
- * scan of 64 pages at any row width) and the ordering-key check on its index. On a smaller table
- * the planner may choose sequential scans for both, which would be ruinous once the table grows.
- */
-const CACHED_PLAN_MIN_PAGES = 64;
+import { LARGE_TABLE_PAGES } from './claim-query.js';
+
 /**
  * Claims above this many jobs are planned each time. The cap keeps a generic plan cheap: a 4,096
  * cap costs about a thirtieth of `jit_above_cost` on a long backlog.
@@ -12,27 +7,32 @@ const CACHED_PLAN_MIN_PAGES = 64;
 const MAX_CAP = 4_096;
 /** How often the table's size is read again while claims run (in the background). */
 const RESIZE_EVERY_MS = 1_000;
-/** Shrinks past which kept plans are given up for good, so statement names stay few. */
+/** Shrinks past which the large form is given up for good, so statement names stay few. */
 const MAX_GENERATIONS = 20;
 
 export interface OneTypeClaimPlan {
   /** The literal cap: a power of 4, at least 16 and at least the claim's limit. */
   cap: number;
-  /** Part of the statement's name: a new one after each shrink below the threshold (see below). */
+  /** The table had fewer than LARGE_TABLE_PAGES pages when last read: the guarded form. */
+  smallTable: boolean;
+  /** Part of the large form's name: a new one after each shrink below the threshold (see below). */
   generation: number;
 }
 
 /**
- * Decides when a one-type claim may run under a cached plan (ClaimQuery.oneType), and with which
- * cap. PostgreSQL gives a named statement a generic plan after a few executions and keeps it
- * until the table's statistics change, so that plan must suit the table at any later size. It
- * does when made on CACHED_PLAN_MIN_PAGES pages or more, so until the table's file is that large,
- * claims use the statement planned for each claim. The size is read about once a second, in the
- * background. A read that comes late is harmless while the table grows. When the table shrinks
- * (a VACUUM that truncates it, a TRUNCATE), PostgreSQL drops the kept plan and makes a new one at
- * the next claim, which may come before the size is read again: a plan made on a few pages. So a
- * read that finds the table has fallen below the threshold starts a new generation of statement
- * names, and a plan made in that second is never used again.
+ * Chooses the form of a one-type claim (ClaimQuery.oneType). PostgreSQL gives a named statement a
+ * generic plan after a few executions and keeps it until the table's statistics change, so a plan
+ * made on a table of a few pages may still be in use when the table holds millions of rows. Made
+ * on LARGE_TABLE_PAGES or more, the plan suits any larger table; made on fewer, it may not, so
+ * small tables get the guarded form, which claims nothing once the table is large. The size is
+ * read about once a second in the background, and again whenever a guarded claim found nothing
+ * (it may have been turned away): a size read late costs at most that one empty claim.
+ *
+ * When the table shrinks (a VACUUM that truncates it, a TRUNCATE), PostgreSQL drops the large
+ * form's kept plan and makes a new one at its next claim, which may come before the size is read
+ * again: a plan made on a few pages. So a read that finds the table has fallen below the threshold
+ * starts a new generation of large-form names, and a plan made in that second is never used
+ * again. The guarded form needs no such care: any plan of it is safe at any size.
  */
 export class OneTypeClaimPlans {
   private pages: number | null = null;
@@ -46,19 +46,28 @@ export class OneTypeClaimPlans {
   ) {}
 
   /**
-   * The plan for a one-type claim of up to `limit` jobs; null: use the claim planned each time
-   * (the table is small, its size is not known yet, or the claim is too large to cap).
+   * The form for a one-type claim of up to `limit` jobs; null: use the claim planned each time
+   * (the claim is too large to cap, the table's size could not be read yet, or it has shrunk too
+   * often for the large form to be kept).
    */
   async planFor(limit: number): Promise<OneTypeClaimPlan | null> {
-    if (limit > MAX_CAP || this.generation >= MAX_GENERATIONS) return null;
+    if (limit > MAX_CAP) return null;
     // The first claim waits for the size; a failed read is tried again a second later, not per claim.
     const due = this.now() - this.readAt > RESIZE_EVERY_MS;
     if (due && this.pages === null) await this.refresh();
     else if (due) void this.refresh();
-    if (this.pages === null || this.pages < CACHED_PLAN_MIN_PAGES) return null;
+    if (this.pages === null) return null;
+    const smallTable = this.pages < LARGE_TABLE_PAGES;
+    if (!smallTable && this.generation >= MAX_GENERATIONS) return null;
     let cap = 16;
     while (cap < limit) cap *= 4;
-    return { cap, generation: this.generation };
+    return { cap, smallTable, generation: this.generation };
+  }
+
+  /** After a guarded claim found nothing: reads the size now; true if the table has become large. */
+  async grewLarge(): Promise<boolean> {
+    await this.refresh();
+    return this.pages !== null && this.pages >= LARGE_TABLE_PAGES;
   }
 
   /** One read at a time; after a failed read the last size known stands until one succeeds. */
@@ -66,7 +75,7 @@ export class OneTypeClaimPlans {
     this.reading ??= this.readPages()
       .then(
         (pages) => {
-          if (this.pages !== null && this.pages >= CACHED_PLAN_MIN_PAGES && pages < CACHED_PLAN_MIN_PAGES) this.generation++;
+          if (this.pages !== null && this.pages >= LARGE_TABLE_PAGES && pages < LARGE_TABLE_PAGES) this.generation++;
           this.pages = pages;
         },
         () => undefined,

@@ -19,7 +19,7 @@ import type {
   RetentionWalk,
 } from './job.store.js';
 import { ClaimQuery } from './claim-query.js';
-import { OneTypeClaimPlans } from './one-type-claim-plans.js';
+import { OneTypeClaimPlans, type OneTypeClaimPlan } from './one-type-claim-plans.js';
 import { jobSql, type JobSql } from './job.sql.js';
 import type { JobRecord } from './job-record.js';
 import { JOB_STATUSES, type JobStatus } from './job-status.js';
@@ -36,7 +36,7 @@ const MAX_ENQUEUE_ROUNDS = 3;
 export class PostgresJobStore implements JobStore {
   private readonly sql: JobSql;
 
-  private readonly named: (statement: keyof JobSql | 'claimPlain' | 'claimFlow' | 'claimOneType') => string;
+  private readonly named: (statement: keyof JobSql | 'claimPlain' | 'claimFlow' | 'claimOneType' | 'claimOneTypeSmall') => string;
   private readonly claims: ClaimQuery;
   /** Only for named statements: an unnamed one is planned for each claim anyway. */
   private readonly oneTypePlans: OneTypeClaimPlans | null;
@@ -141,17 +141,31 @@ export class PostgresJobStore implements JobStore {
     } else if (request.flowControl) {
       rows = await this.executor.queryArrays(this.claims.flowText, this.claims.flowParams(request, leaseToken), this.named('claimFlow'));
     } else {
-      const [only, ...others] = request.perType;
-      const plan = others.length === 0 ? await this.oneTypePlans?.planFor(Math.min(only.limit, request.limit)) : null;
-      rows = plan
-        ? await this.executor.queryArrays(
-            this.claims.oneType(plan.cap),
-            this.claims.oneTypeParams(request, leaseToken),
-            `${this.named('claimOneType')}_${plan.cap}_${plan.generation}`,
-          )
-        : await this.executor.queryArrays(this.claims.plainText, this.claims.plainParams(request, leaseToken), this.named('claimPlain'));
+      rows = await this.claimUnlimited(request, leaseToken);
     }
     return claimedJobs(rows, leaseToken);
+  }
+
+  /** A claim without flow control: for one type, in a form whose plan PostgreSQL keeps. */
+  private async claimUnlimited(request: ClaimRequest, leaseToken: string): Promise<unknown[][]> {
+    const plans = request.perType.length === 1 ? this.oneTypePlans : null;
+    const limit = Math.min(request.perType[0].limit, request.limit);
+    let plan = await plans?.planFor(limit);
+    if (plan?.smallTable) {
+      const rows = await this.claimOneType(plan, request, leaseToken);
+      // The guarded form turns claims away once the table is large: then claim at once in the
+      // large form, rather than leave the job waiting for the next size read.
+      if (rows.length > 0 || !(await plans!.grewLarge())) return rows;
+      plan = await plans!.planFor(limit);
+    }
+    return plan
+      ? this.claimOneType(plan, request, leaseToken)
+      : this.executor.queryArrays(this.claims.plainText, this.claims.plainParams(request, leaseToken), this.named('claimPlain'));
+  }
+
+  private claimOneType(plan: OneTypeClaimPlan, request: ClaimRequest, leaseToken: string): Promise<unknown[][]> {
+    const name = plan.smallTable ? `${this.named('claimOneTypeSmall')}_${plan.cap}` : `${this.named('claimOneType')}_${plan.cap}_${plan.generation}`;
+    return this.executor.queryArrays(this.claims.oneType(plan.cap, plan.smallTable), this.claims.oneTypeParams(request, leaseToken), name);
   }
 
   /** Claims holding the limited types' row locks, so their counts cannot be raced. */
