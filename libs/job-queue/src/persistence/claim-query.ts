@@ -8,6 +8,11 @@ import type { ClaimRequest } from './job.store.js';
  */
 export const LARGE_TABLE_PAGES = 64;
 
+/** The small-table claim's answer when the table has grown too large for it: one row of NULLs. */
+export function turnedAway(rows: readonly unknown[][]): boolean {
+  return rows.length === 1 && rows[0][0] === null;
+}
+
 /**
  * The claim statements and their parameters. The multi-type claims: $1 types, $2 each type's
  * limit, $3 the total limit, $4 worker id, $5 lease ms, $6 each type's max attempts, $7 the
@@ -62,14 +67,15 @@ export class ClaimQuery {
                     WHERE e.ordering_key = j.ordering_key AND e.id < j.id AND e.status IN ${unfinished})`;
     /**
      * The same rule as one set, each key's oldest unfinished job, built once per claim (a hashed
-     * subplan, built only if the claim meets a keyed job). For the small-table claim: its plan may
-     * be made on an empty table, where the probe above can become a sequential scan for every
+     * subplan), and only if the claim meets a keyed job of its own type (CASE evaluates in order,
+     * whatever order the plan checks the other conditions in). For the small-table claim: its plan
+     * may be made on an empty table, where the probe above can become a sequential scan for every
      * keyed job looked at; this costs one pass over a small table instead.
      */
-    const oldestOfKeyAsSet = `j.id IN (
+    const oldestOfKeyAsSet = (type: string) => `CASE WHEN j.type = ${type} THEN j.id IN (
                     SELECT min(e.id) FROM ${jobs} e
                     WHERE e.ordering_key IS NOT NULL AND e.status IN ${unfinished}
-                    GROUP BY e.ordering_key)`;
+                    GROUP BY e.ordering_key) END`;
     /**
      * Waiting, due jobs of the type in priority then run-time order, at most `allowance`; each as
      * the tuple id (ctid) of the row version it locked.
@@ -131,25 +137,30 @@ export class ClaimQuery {
     /**
      * The small-table form claims nothing once the table has LARGE_TABLE_PAGES pages or more: its
      * kept plan may have been made on a few pages, with sequential scans, and must never run on a
-     * large table. Its LIMIT becomes 0 (the locking scan then never starts), and the update runs
-     * only if something was locked (a one-time filter: the scan under it never starts either).
+     * large table. Its LIMIT becomes 0 (the locking scan then never starts), the update runs only
+     * if something was locked (a one-time filter: the scan under it never starts either), and it
+     * returns one row of NULLs instead (see turnedAway), so the caller knows to claim in the
+     * large form.
      */
     this.oneTypeText = (cap, smallTable) => {
-      const picked = smallTable
-        ? lockClaimable(
-            '$1',
-            String(cap),
-            `(SELECT CASE WHEN pg_relation_size('${jobs}') < ${LARGE_TABLE_PAGES} * current_setting('block_size')::bigint THEN $2 ELSE 0 END)`,
-            oldestOfKeyAsSet,
-          )
-        : lockClaimable('$1', String(cap), '$2');
-      const locked = `${smallTable ? 'WHERE EXISTS (SELECT 1 FROM picked) AND' : 'WHERE'} j.ctid = ANY (ARRAY(SELECT ctid FROM picked))`;
-      return `
-      WITH picked AS MATERIALIZED (${picked}
+      if (!smallTable) {
+        return `
+      WITH picked AS MATERIALIZED (${lockClaimable('$1', String(cap), '$2')}
       ), claimed AS (
-        ${markClaimed('$3', '$4', '$5', '$6', locked)}
+        ${markClaimed('$3', '$4', '$5', '$6', 'WHERE j.ctid = ANY (ARRAY(SELECT ctid FROM picked))')}
       )
       ${claimedInOrder}`;
+      }
+      return `
+      WITH guard AS MATERIALIZED (
+        SELECT pg_relation_size('${jobs}') < ${LARGE_TABLE_PAGES} * current_setting('block_size')::bigint AS small
+      ), picked AS MATERIALIZED (${lockClaimable('$1', String(cap), '(SELECT CASE WHEN small THEN $2 ELSE 0 END FROM guard)', oldestOfKeyAsSet('$1'))}
+      ), claimed AS (
+        ${markClaimed('$3', '$4', '$5', '$6', 'WHERE EXISTS (SELECT 1 FROM picked) AND j.ctid = ANY (ARRAY(SELECT ctid FROM picked))')}
+      )
+      (${claimedInOrder})
+      UNION ALL
+      SELECT NULL, NULL, NULL, NULL, NULL, NULL FROM guard WHERE NOT small`;
     };
 
     this.flowText = `
@@ -197,8 +208,8 @@ export class ClaimQuery {
    * on no parameter's value, so PostgreSQL keeps one generic plan for a named statement instead of
    * planning every claim anew (planning was a third of a one-job claim's time); the cap bounds
    * that plan's cost, so it never crosses `jit_above_cost` however large the backlog. Use the
-   * `smallTable` form while the table has fewer than LARGE_TABLE_PAGES pages: it claims nothing
-   * (returns no rows) once the table is larger.
+   * `smallTable` form while the table has fewer than LARGE_TABLE_PAGES pages: once the table is
+   * larger it claims nothing and returns the single row `turnedAway` tests for.
    */
   oneType(cap: number, smallTable: boolean): string {
     const key = `${cap}:${smallTable}`;

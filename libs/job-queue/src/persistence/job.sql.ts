@@ -115,11 +115,13 @@ export function jobSql(schema: string) {
     claimLimitedLock: `SELECT type FROM ${types} WHERE type = ANY($1::text[]) ORDER BY type FOR UPDATE`,
 
     /**
-     * The jobs table's size in pages, which decides whether one-type claims may use a cached plan
-     * (OneTypeClaimPlans). It reads the file's length under a brief share lock: no scan, and
-     * nothing it could race with.
+     * The jobs table's size in pages, which decides the form of one-type claims, and the memory
+     * PostgreSQL gives a hash (OneTypeClaimPlans). It reads the file's length under a brief share
+     * lock: no scan, and nothing it could race with.
      */
-    jobsTablePages: `SELECT (pg_relation_size('${jobs}') / current_setting('block_size')::bigint)::int AS pages`,
+    jobsTableSize: `
+      SELECT (pg_relation_size('${jobs}') / current_setting('block_size')::bigint)::int AS pages,
+             (pg_size_bytes(current_setting('work_mem')) * current_setting('hash_mem_multiplier')::float8 / 1024)::int AS "hashMemKb"`,
 
     /** Idempotent: one row per job type, made by any worker that handles the type. */
     registerTypes: `INSERT INTO ${types} (type) SELECT unnest($1::text[]) ON CONFLICT (type) DO NOTHING`,

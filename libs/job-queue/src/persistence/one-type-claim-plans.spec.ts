@@ -13,14 +13,14 @@ describe('OneTypeClaimPlans', () => {
    * later ones wait for `finishRead`, so the test sees what claims do while a read is under way.
    */
   const tableOf = (initialPages: number) => {
-    const state = { pages: initialPages, reads: 0, now: 1_000_000, fail: false };
+    const state = { pages: initialPages, hashMemKb: 8_192, reads: 0, now: 1_000_000, fail: false };
     let release: (() => void) | null = null;
     const plans = new OneTypeClaimPlans(
       async () => {
         state.reads++;
         if (state.reads > 1) await new Promise<void>((resolve) => (release = resolve));
         if (state.fail) throw new Error('connection refused');
-        return state.pages;
+        return { pages: state.pages, hashMemKb: state.hashMemKb };
       },
       () => state.now,
     );
@@ -72,19 +72,42 @@ describe('OneTypeClaimPlans', () => {
     expect(await formOf(plans)).toBe('large');
   });
 
-  it('after a guarded claim found nothing, reads the size at once and tells whether the table grew large', async () => {
+  it('takes a turned-away guarded claim as news that the table is large, until a read says otherwise', async () => {
     const { state, plans, finishRead } = tableOf(3);
     expect(await formOf(plans)).toBe('small');
-    const stillSmall = plans.grewLarge();
+    plans.sawLargeTable();
+    expect(await plans.planFor(10)).toEqual({ cap: 16, smallTable: false, generation: 0 });
+    expect(state.reads).toBe(1);
+    // Truncated meanwhile: the next read finds it small, and the large form gets fresh names.
+    state.now += 1_100;
+    await plans.planFor(10);
     await finishRead();
-    expect(await stillSmall).toBe(false);
+    expect(await plans.planFor(10)).toEqual({ cap: 16, smallTable: true, generation: 1 });
+    // A large size already known stays as read.
+    state.pages = 500;
+    state.now += 1_100;
+    await plans.planFor(10);
+    await finishRead();
+    plans.sawLargeTable();
+    expect(await plans.planFor(10)).toEqual({ cap: 16, smallTable: false, generation: 1 });
+  });
 
-    state.pages = 64;
-    const grown = plans.grewLarge();
+  it('plans each claim on a small table when hashes get under 1 MB, where the guarded form could compare each keyed job with the whole set', async () => {
+    const { state, plans, finishRead } = tableOf(3);
+    state.hashMemKb = 512;
+    expect(await formOf(plans)).toBeNull();
+    // The large form has no hashed set: the memory does not matter there.
+    state.pages = 500;
+    state.now += 1_100;
+    await plans.planFor(10);
     await finishRead();
-    expect(await grown).toBe(true);
     expect(await formOf(plans)).toBe('large');
-    expect(state.reads).toBe(3);
+    state.pages = 3;
+    state.hashMemKb = 1_024;
+    state.now += 1_100;
+    await plans.planFor(10);
+    await finishRead();
+    expect(await formOf(plans)).toBe('small');
   });
 
   it('keeps the last size known when a background read fails, and reads again a second later', async () => {

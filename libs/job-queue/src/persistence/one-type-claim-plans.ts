@@ -9,6 +9,19 @@ const MAX_CAP = 4_096;
 const RESIZE_EVERY_MS = 1_000;
 /** Shrinks past which the large form is given up for good, so statement names stay few. */
 const MAX_GENERATIONS = 20;
+/**
+ * The guarded form needs this much hash memory (work_mem × hash_mem_multiplier, in kB): its
+ * ordering-key set, from a table under 64 pages, is then always hashed (at most about 600 kB as
+ * the planner counts it). With less, PostgreSQL may compare each keyed job with the whole set.
+ */
+const MIN_HASH_MEM_KB = 1_024;
+
+/** What a size read returns. */
+export interface JobsTableSize {
+  pages: number;
+  /** work_mem × hash_mem_multiplier, in kB, on the connection that read the size. */
+  hashMemKb: number;
+}
 
 export interface OneTypeClaimPlan {
   /** The literal cap: a power of 4, at least 16 and at least the claim's limit. */
@@ -24,9 +37,9 @@ export interface OneTypeClaimPlan {
  * generic plan after a few executions and keeps it until the table's statistics change, so a plan
  * made on a table of a few pages may still be in use when the table holds millions of rows. Made
  * on LARGE_TABLE_PAGES or more, the plan suits any larger table; made on fewer, it may not, so
- * small tables get the guarded form, which claims nothing once the table is large. The size is
- * read about once a second in the background, and again whenever a guarded claim found nothing
- * (it may have been turned away): a size read late costs at most that one empty claim.
+ * small tables get the guarded form, which claims nothing once the table is large and says so
+ * (sawLargeTable). The size is read about once a second in the background; a read that comes late
+ * costs at most one turned-away claim.
  *
  * When the table shrinks (a VACUUM that truncates it, a TRUNCATE), PostgreSQL drops the large
  * form's kept plan and makes a new one at its next claim, which may come before the size is read
@@ -36,19 +49,21 @@ export interface OneTypeClaimPlan {
  */
 export class OneTypeClaimPlans {
   private pages: number | null = null;
+  private hashMemKb = 0;
   private generation = 0;
   private readAt = Number.NEGATIVE_INFINITY;
   private reading: Promise<void> | null = null;
 
   constructor(
-    private readonly readPages: () => Promise<number>,
+    private readonly readSize: () => Promise<JobsTableSize>,
     private readonly now: () => number = Date.now,
   ) {}
 
   /**
    * The form for a one-type claim of up to `limit` jobs; null: use the claim planned each time
-   * (the claim is too large to cap, the table's size could not be read yet, or it has shrunk too
-   * often for the large form to be kept).
+   * (the claim is too large to cap, the table's size could not be read yet, the table is small
+   * and the server gives hashes too little memory, or the table has shrunk too often for the
+   * large form to be kept).
    */
   async planFor(limit: number): Promise<OneTypeClaimPlan | null> {
     if (limit > MAX_CAP) return null;
@@ -58,25 +73,25 @@ export class OneTypeClaimPlans {
     else if (due) void this.refresh();
     if (this.pages === null) return null;
     const smallTable = this.pages < LARGE_TABLE_PAGES;
-    if (!smallTable && this.generation >= MAX_GENERATIONS) return null;
+    if (smallTable ? this.hashMemKb < MIN_HASH_MEM_KB : this.generation >= MAX_GENERATIONS) return null;
     let cap = 16;
     while (cap < limit) cap *= 4;
     return { cap, smallTable, generation: this.generation };
   }
 
-  /** After a guarded claim found nothing: reads the size now; true if the table has become large. */
-  async grewLarge(): Promise<boolean> {
-    await this.refresh();
-    return this.pages !== null && this.pages >= LARGE_TABLE_PAGES;
+  /** A guarded claim was turned away: the table has LARGE_TABLE_PAGES pages or more. */
+  sawLargeTable(): void {
+    if (this.pages !== null && this.pages < LARGE_TABLE_PAGES) this.pages = LARGE_TABLE_PAGES;
   }
 
   /** One read at a time; after a failed read the last size known stands until one succeeds. */
   private refresh(): Promise<void> {
-    this.reading ??= this.readPages()
+    this.reading ??= this.readSize()
       .then(
-        (pages) => {
+        ({ pages, hashMemKb }) => {
           if (this.pages !== null && this.pages >= LARGE_TABLE_PAGES && pages < LARGE_TABLE_PAGES) this.generation++;
           this.pages = pages;
+          this.hashMemKb = hashMemKb;
         },
         () => undefined,
       )

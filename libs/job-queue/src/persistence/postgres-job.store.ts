@@ -18,8 +18,8 @@ import type {
   RenewalResult,
   RetentionWalk,
 } from './job.store.js';
-import { ClaimQuery } from './claim-query.js';
-import { OneTypeClaimPlans, type OneTypeClaimPlan } from './one-type-claim-plans.js';
+import { ClaimQuery, turnedAway } from './claim-query.js';
+import { OneTypeClaimPlans, type JobsTableSize, type OneTypeClaimPlan } from './one-type-claim-plans.js';
 import { jobSql, type JobSql } from './job.sql.js';
 import type { JobRecord } from './job-record.js';
 import { JOB_STATUSES, type JobStatus } from './job-status.js';
@@ -55,7 +55,7 @@ export class PostgresJobStore implements JobStore {
     const tag = createHash('sha1').update(schema).digest('hex').slice(0, 8);
     this.named = (statement) => `ajq_${tag}_${statement}`;
     this.oneTypePlans = prepare
-      ? new OneTypeClaimPlans(async () => (await this.executor.query<{ pages: number }>(this.sql.jobsTablePages)).rows[0].pages)
+      ? new OneTypeClaimPlans(async () => (await this.executor.query<JobsTableSize>(this.sql.jobsTableSize)).rows[0])
       : null;
   }
 
@@ -153,9 +153,10 @@ export class PostgresJobStore implements JobStore {
     let plan = await plans?.planFor(limit);
     if (plan?.smallTable) {
       const rows = await this.claimOneType(plan, request, leaseToken);
-      // The guarded form turns claims away once the table is large: then claim at once in the
-      // large form, rather than leave the job waiting for the next size read.
-      if (rows.length > 0 || !(await plans!.grewLarge())) return rows;
+      if (!turnedAway(rows)) return rows;
+      // The table has grown large: claim at once in the large form, rather than leave the jobs
+      // waiting for the next size read. Nothing was claimed, so the token is still unused.
+      plans!.sawLargeTable();
       plan = await plans!.planFor(limit);
     }
     return plan
