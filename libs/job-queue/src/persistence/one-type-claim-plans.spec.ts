@@ -29,7 +29,14 @@ describe('OneTypeClaimPlans', () => {
       release = null;
       await new Promise((resolve) => setImmediate(resolve));
     };
-    return { state, plans, finishRead };
+    /** A second later, a claim starts the next read, which finds `pages` (the size unchanged if omitted). */
+    const readAgain = async (pages = state.pages) => {
+      state.pages = pages;
+      state.now += 1_100;
+      await plans.planFor(10);
+      await finishRead();
+    };
+    return { state, plans, finishRead, readAgain };
   };
 
   it('caps a claim at the next power of 4 from 16, and plans claims past 4,096 each time', async () => {
@@ -73,40 +80,29 @@ describe('OneTypeClaimPlans', () => {
   });
 
   it('takes a turned-away guarded claim as news that the table is large, until a read says otherwise', async () => {
-    const { state, plans, finishRead } = tableOf(3);
+    const { state, plans, readAgain } = tableOf(3);
     expect(await formOf(plans)).toBe('small');
     plans.sawLargeTable();
     expect(await plans.planFor(10)).toEqual({ cap: 16, smallTable: false, generation: 0 });
     expect(state.reads).toBe(1);
     // Truncated meanwhile: the next read finds it small, and the large form gets fresh names.
-    state.now += 1_100;
-    await plans.planFor(10);
-    await finishRead();
+    await readAgain();
     expect(await plans.planFor(10)).toEqual({ cap: 16, smallTable: true, generation: 1 });
     // A large size already known stays as read.
-    state.pages = 500;
-    state.now += 1_100;
-    await plans.planFor(10);
-    await finishRead();
+    await readAgain(500);
     plans.sawLargeTable();
     expect(await plans.planFor(10)).toEqual({ cap: 16, smallTable: false, generation: 1 });
   });
 
   it('plans each claim on a small table when hashes get under 1 MB, where the guarded form could compare each keyed job with the whole set', async () => {
-    const { state, plans, finishRead } = tableOf(3);
+    const { state, plans, readAgain } = tableOf(3);
     state.hashMemKb = 512;
     expect(await formOf(plans)).toBeNull();
     // The large form has no hashed set: the memory does not matter there.
-    state.pages = 500;
-    state.now += 1_100;
-    await plans.planFor(10);
-    await finishRead();
+    await readAgain(500);
     expect(await formOf(plans)).toBe('large');
-    state.pages = 3;
     state.hashMemKb = 1_024;
-    state.now += 1_100;
-    await plans.planFor(10);
-    await finishRead();
+    await readAgain(3);
     expect(await formOf(plans)).toBe('small');
   });
 
@@ -147,44 +143,27 @@ describe('OneTypeClaimPlans', () => {
   });
 
   it('starts a new generation of large-form names when a read finds the table fallen below 64 pages', async () => {
-    const { state, plans, finishRead } = tableOf(300);
+    const { plans, readAgain } = tableOf(300);
     expect(await plans.planFor(10)).toEqual({ cap: 16, smallTable: false, generation: 0 });
     // Growing keeps the generation: a plan made on 64 pages or more suits any larger table.
-    state.pages = 100_000;
-    state.now += 1_100;
-    await plans.planFor(10);
-    await finishRead();
+    await readAgain(100_000);
     expect(await plans.planFor(10)).toEqual({ cap: 16, smallTable: false, generation: 0 });
     // Truncated to a few pages: the guarded form, and a later large table gets fresh names.
-    state.pages = 2;
-    state.now += 1_100;
-    await plans.planFor(10);
-    await finishRead();
+    await readAgain(2);
     expect(await plans.planFor(10)).toEqual({ cap: 16, smallTable: true, generation: 1 });
-    state.pages = 500;
-    state.now += 1_100;
-    await plans.planFor(10);
-    await finishRead();
+    await readAgain(500);
     expect(await plans.planFor(10)).toEqual({ cap: 16, smallTable: false, generation: 1 });
   });
 
   it('gives the large form up after twenty shrinks, so a table that keeps shrinking cannot pile up statements', async () => {
-    const { state, plans, finishRead } = tableOf(300);
+    const { state, plans, readAgain } = tableOf(300);
     expect(await formOf(plans)).toBe('large');
     for (let shrink = 0; shrink < 20; shrink++) {
-      for (const pages of [2, 300]) {
-        state.pages = pages;
-        state.now += 1_100;
-        await plans.planFor(10);
-        await finishRead();
-      }
+      for (const pages of [2, 300]) await readAgain(pages);
     }
     expect(await formOf(plans)).toBeNull();
     // The guarded form is safe at any size, so small tables keep it.
-    state.pages = 2;
-    state.now += 1_100;
-    await plans.planFor(10);
-    await finishRead();
+    await readAgain(2);
     expect(await formOf(plans)).toBe('small');
   });
 });
