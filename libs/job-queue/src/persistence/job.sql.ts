@@ -121,7 +121,7 @@ export function jobSql(schema: string) {
      */
     jobsTableSize: `
       SELECT (pg_relation_size('${jobs}') / current_setting('block_size')::bigint)::int AS pages,
-             (pg_size_bytes(current_setting('work_mem')) * current_setting('hash_mem_multiplier')::float8 / 1024)::int AS "hashMemKb"`,
+             pg_size_bytes(current_setting('work_mem')) * COALESCE(current_setting('hash_mem_multiplier', true), '1')::float8 / 1024 AS "hashMemKb"`,
 
     /** Idempotent: one row per job type, made by any worker that handles the type. */
     registerTypes: `INSERT INTO ${types} (type) SELECT unnest($1::text[]) ON CONFLICT (type) DO NOTHING`,

@@ -94,14 +94,24 @@ describe('OneTypeClaimPlans', () => {
     expect(await plans.planFor(10)).toEqual({ cap: 16, smallTable: false, generation: 1 });
   });
 
-  it('plans each claim on a small table when hashes get under 1 MB, where the guarded form could compare each keyed job with the whole set', async () => {
+  it('takes no read sent before a turned-away claim for a shrink', async () => {
+    const { state, plans, finishRead } = tableOf(3);
+    expect(await formOf(plans)).toBe('small');
+    state.now += 1_100;
+    await plans.planFor(10); // a read goes out, and finds 3 pages…
+    plans.sawLargeTable(); // …while a claim is turned away, the table now large
+    await finishRead();
+    expect(await plans.planFor(10)).toEqual({ cap: 16, smallTable: false, generation: 0 });
+  });
+
+  it('plans each claim on a small table when hashes get under 4 MB, where the guarded form could compare each keyed job with the whole set', async () => {
     const { state, plans, readAgain } = tableOf(3);
-    state.hashMemKb = 512;
+    state.hashMemKb = 4_095;
     expect(await formOf(plans)).toBeNull();
     // The large form has no hashed set: the memory does not matter there.
     await readAgain(500);
     expect(await formOf(plans)).toBe('large');
-    state.hashMemKb = 1_024;
+    state.hashMemKb = 4_096;
     await readAgain(3);
     expect(await formOf(plans)).toBe('small');
   });

@@ -11,10 +11,11 @@ const RESIZE_EVERY_MS = 1_000;
 const MAX_GENERATIONS = 20;
 /**
  * The guarded form needs this much hash memory (work_mem × hash_mem_multiplier, in kB): its
- * ordering-key set, from a table under 64 pages, is then always hashed (at most about 600 kB as
- * the planner counts it). With less, PostgreSQL may compare each keyed job with the whole set.
+ * ordering-key set, from a table under 64 pages, is then always hashed (as the planner counts it,
+ * at most about 600 kB with 8 kB pages and 2.4 MB with 32 kB ones). With less, PostgreSQL may
+ * compare each keyed job with the whole set.
  */
-const MIN_HASH_MEM_KB = 1_024;
+const MIN_HASH_MEM_KB = 4_096;
 
 /** What a size read returns. */
 export interface JobsTableSize {
@@ -50,6 +51,8 @@ export interface OneTypeClaimPlan {
 export class OneTypeClaimPlans {
   private pages: number | null = null;
   private hashMemKb = 0;
+  /** Counts turned-away claims: a read sent before the latest one is older news than it. */
+  private turnedAway = 0;
   private generation = 0;
   private readAt = Number.NEGATIVE_INFINITY;
   private reading: Promise<void> | null = null;
@@ -81,14 +84,18 @@ export class OneTypeClaimPlans {
 
   /** A guarded claim was turned away: the table has LARGE_TABLE_PAGES pages or more. */
   sawLargeTable(): void {
+    this.turnedAway++;
     if (this.pages !== null && this.pages < LARGE_TABLE_PAGES) this.pages = LARGE_TABLE_PAGES;
   }
 
   /** One read at a time; after a failed read the last size known stands until one succeeds. */
   private refresh(): Promise<void> {
+    const turnedAway = this.turnedAway;
     this.reading ??= this.readSize()
       .then(
         ({ pages, hashMemKb }) => {
+          // Sent before a claim was turned away: it may predate the growth, and is no shrink.
+          if (turnedAway !== this.turnedAway) return;
           if (this.pages !== null && this.pages >= LARGE_TABLE_PAGES && pages < LARGE_TABLE_PAGES) this.generation++;
           this.pages = pages;
           this.hashMemKb = hashMemKb;
