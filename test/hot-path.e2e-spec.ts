@@ -301,6 +301,8 @@ describe('hot path statements', () => {
         return rows.map((row: { 'QUERY PLAN': string }) => row['QUERY PLAN']).join('\n');
       };
       await db.query(`TRUNCATE job_queue.jobs CASCADE`);
+      // No autovacuum ANALYZE here: it would replace the kept plan this test looks at.
+      await db.query(`ALTER TABLE job_queue.jobs SET (autovacuum_enabled = off)`);
       await api.producer.enqueueMany(Array.from({ length: 30 }, (_, i) => ({ type: 'hot.growing', payload: { i } })));
 
       // A few pages: the guarded form. After five custom plans PostgreSQL keeps a generic one.
@@ -367,6 +369,7 @@ describe('hot path statements', () => {
       expect(regrown).not.toMatch(/Seq Scan/);
     } finally {
       await dataSource.destroy();
+      await db.query(`ALTER TABLE job_queue.jobs RESET (autovacuum_enabled)`);
     }
   });
 
@@ -471,6 +474,10 @@ describe('hot path statements', () => {
               await new Promise((resolve) => setTimeout(resolve, 2));
               for (const job of claimed) {
                 const key = keyOf.get(job.id);
+                // Released as its outcome is sent: another claimer's reply may be read before this
+                // write's, so waiting for the reply could see a legitimate claim as an overlap.
+                // (The rows' timestamps cannot decide it either: a claim's now() is taken before
+                // its snapshot, by the time it takes to plan it.)
                 if (key) holding.delete(key);
                 const lease = { id: job.id, leaseToken: job.leaseToken };
                 if (failOnce.delete(job.id)) {
