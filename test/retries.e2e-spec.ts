@@ -423,6 +423,52 @@ describe('handlers that hang or throw odd values, with concurrency 1', () => {
   });
 });
 
+@Injectable()
+class WakeHandlers {
+  /** Fails its first attempt with a backoff of 100–200 ms; the worker polls once a minute. */
+  @JobHandler('wake.retry', { maxAttempts: 3, baseDelayMs: 200, maxDelayMs: 200 })
+  async retry(payload: unknown, job: JobContext) {
+    recordCall(payload, job);
+    if (job.attempt === 1) throw new Error('not yet');
+    return { ranOn: job.attempt };
+  }
+}
+
+describe('retry wake-ups', () => {
+  let db: TestDatabase;
+  let producer: QueueApp | undefined;
+  let worker: QueueApp | undefined;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(inject('adminUrl'));
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await producer?.close();
+    await db?.drop();
+  });
+
+  it('runs a retry this worker scheduled when it comes due, not at the next poll a minute later', async () => {
+    // Queued before the worker starts, so its first claim (at start) takes it with or without LISTEN.
+    producer = await startQueueApp(db.url, { runWorker: false });
+    const jobs = await Promise.all([1, 2, 3].map((n) => producer!.producer.enqueue('wake.retry', { n })));
+    worker = await startQueueApp(db.url, { workerId: 'wake-worker', pollIntervalMs: 60_000 }, [WakeHandlers]);
+    for (const { id } of jobs) {
+      const record = await waitFor(
+        async () => {
+          const job = await worker!.admin.getJob(id);
+          return job?.status === 'completed' ? job : null;
+        },
+        { timeoutMs: 20_000, message: `job ${id} retried and completed well before the next poll` },
+      );
+      expect(record.result).toEqual({ ranOn: 2 });
+      const [first, second] = callsOf(id);
+      // Not before its backoff was over (200 ms with jitter: 100 to 200 ms).
+      expect(second.at - first.at).toBeGreaterThanOrEqual(100);
+    }
+  });
+});
+
 function mean(values: number[]): number {
   return values.reduce((sum, v) => sum + v, 0) / values.length;
 }

@@ -15,6 +15,8 @@ const WRITE_RETRY_DELAYS_MS = [100, 250, 500, 1_000, 2_000];
  * reaper takes the job back, so it is still not lost.
  */
 export class OutcomeRecorder {
+  private retryScheduled: ((delayMs: number) => void) | null = null;
+
   constructor(
     private readonly store: JobStore,
     private readonly retryPolicy: RetryPolicy,
@@ -24,6 +26,11 @@ export class OutcomeRecorder {
     private readonly completions: Pick<CompletionBatcher, 'complete' | 'add'> = unbatched(store),
     private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
   ) {}
+
+  /** Tells `listener` the delay of each retry written (one listener: the worker). */
+  onRetryScheduled(listener: (delayMs: number) => void): void {
+    this.retryScheduled = listener;
+  }
 
   /** Records an outcome; never rejects. */
   record(job: ClaimedJob, handler: RegisteredHandler, outcome: AttemptOutcome): Promise<void> {
@@ -78,6 +85,7 @@ export class OutcomeRecorder {
         const delayMs = this.retryPolicy.delayFor(job.attempt, handler);
         if (await this.write(job, () => this.store.scheduleRetry(job, outcome.error, job.attempt, this.workerId, delayMs))) {
           this.events.emit({ kind: 'retry-scheduled', ...base, error: outcome.error, delayMs });
+          this.retryScheduled?.(delayMs);
         }
         return;
       }
