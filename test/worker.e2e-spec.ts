@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { DataSource } from 'typeorm';
 import { JobHandler, type JobContext } from '../src/index.js';
 import { startQueueApp, type QueueApp } from './support/queue-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
@@ -514,6 +515,26 @@ describe('worker', () => {
         // It holds a LISTEN connection.
         const connections = await connectionsOf('ajq-sleepy');
         expect(connections.some((c) => /^\s*LISTEN\b/i.test(c.query))).toBe(true);
+      } finally {
+        await sleepy.close();
+      }
+    });
+
+    // Asserts LISTEN itself.
+    it.skipIf(process.env.AJQ_TEST_LISTEN === 'false')('with pollIntervalMs 60000, delayed jobs run when they come due, not at the next poll', async () => {
+      const sleepy = await startQueueApp(db.url, { pollIntervalMs: 60_000, workerId: 'worker-sleepy-delayed' }, [WakeHandlers]);
+      try {
+        // From another process, from this one, and in a caller's transaction; by delay and by time.
+        const delayed = await api.producer.enqueue('worker.wake', { n: 'delay' }, { delayMs: 300 });
+        const timed = await sleepy.producer.enqueue('worker.wake', { n: 'runAt' }, { runAt: new Date(Date.now() + 600) });
+        const appDataSource = await new DataSource({ type: 'postgres', url: db.url }).initialize();
+        const inTransaction = await appDataSource
+          .transaction((manager) => api.producer.enqueue('worker.wake', { n: 'tx' }, { delayMs: 200, manager }))
+          .finally(() => appDataSource.destroy());
+        for (const { id } of [delayed, timed, inTransaction]) {
+          const record = await completed(sleepy, id, 10_000);
+          expect(record.claimedAt!.getTime()).toBeGreaterThanOrEqual(record.runAt.getTime());
+        }
       } finally {
         await sleepy.close();
       }

@@ -96,7 +96,7 @@ const quietLogger: EngineLogger = { log: () => undefined, warn: () => undefined,
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 const workers: Worker[] = [];
 
-function setup(handler: RegisteredHandler, settings: { concurrency?: number; prefetch?: number } = {}) {
+function setup(handler: RegisteredHandler, settings: { concurrency?: number; prefetch?: number; pollIntervalMs?: number } = {}) {
   const store = new ScriptedStore();
   const registry = new JobHandlerRegistry();
   registry.register(handler);
@@ -108,7 +108,7 @@ function setup(handler: RegisteredHandler, settings: { concurrency?: number; pre
     throw new Error('not used');
   });
   const worker = new Worker(
-    { workerId: 'w-unit', concurrency: settings.concurrency ?? 4, pollIntervalMs: 20, leaseMs: 30_000, prefetch: settings.prefetch ?? 0 },
+    { workerId: 'w-unit', concurrency: settings.concurrency ?? 4, pollIntervalMs: settings.pollIntervalMs ?? 20, leaseMs: 30_000, prefetch: settings.prefetch ?? 0 },
     jobStore,
     registry,
     runner,
@@ -217,5 +217,21 @@ describe('Worker', () => {
     await until(() => worker.inFlight === 0, 'all four recorded');
     expect(thrown).toBe(true);
     await tick();
+  });
+  it('wakes for each known due time in order, keeping the earliest 1,000, not only at its poll', async () => {
+    const { store, worker } = setup(handlerStub({ type: 'unit.job', concurrency: 4, invoke: () => null }), { pollIntervalMs: 600_000 });
+    let claims = 0;
+    const claim = store.claim.bind(store);
+    store.claim = (request) => (claims++, claim(request));
+    worker.start();
+    await until(() => claims === 1, 'the claim at start');
+    const now = Date.now();
+    // Out of order, and more than are kept: the latest beyond 1,000 are dropped, not the earliest.
+    for (let i = 0; i < 1_005; i++) worker.wakeAt(now + 10_000 + i);
+    worker.wakeAt(now + 300);
+    worker.wakeAt(now + 100);
+    await until(() => claims === 2, 'the wake-up at +100 ms');
+    await until(() => claims === 3, 'the wake-up at +300 ms');
+    expect(Date.now() - now).toBeGreaterThanOrEqual(300);
   });
 });

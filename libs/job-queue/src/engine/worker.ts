@@ -38,10 +38,12 @@ const CLAIM_ERROR_BACKOFF_MS = 1_000;
  * of nearly a full buffer cost it about a fifth less per job than claims of half of one.
  */
 const LOW_WATER = 0.1;
-/** Retry wake-ups kept at once; beyond that (a failure storm) retries wait for the poll. */
-const MAX_RETRY_WAKES = 1_000;
-/** A retry wake-up comes this much after the due time, for clocks that differ a little. */
-const RETRY_WAKE_MARGIN_MS = 5;
+/** Wake-ups kept at once, the earliest; beyond that (a failure storm) the rest wait for the poll. */
+const MAX_DUE_WAKES = 1_000;
+/** A wake-up comes this much after the due time, for clocks that differ a little. */
+const DUE_WAKE_MARGIN_MS = 5;
+/** setTimeout's longest delay; a later wake-up is re-armed when this one fires. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * The claim loop of one process. It claims what free capacity (and the prefetch buffer) allows,
@@ -79,9 +81,9 @@ export class Worker implements LeaseHolder, CompletionListener {
   private nudges = 0;
   /** Set while the loop waits for the database: slow or away is not stuck (liveness). */
   private waitingOnDatabase = false;
-  /** When the retries this worker scheduled come due (epoch ms), earliest first. */
-  private readonly retryWakes: number[] = [];
-  private retryTimer: ReturnType<typeof setTimeout> | null = null;
+  /** When known jobs come due (epoch ms), earliest first: retries and delayed jobs. */
+  private readonly dueWakes: number[] = [];
+  private dueTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(
     private readonly settings: WorkerSettings,
@@ -109,7 +111,7 @@ export class Worker implements LeaseHolder, CompletionListener {
       this.transactionalCapacity,
       this.prefetch,
     );
-    recorder.onRetryScheduled((delayMs) => this.wakeForRetry(delayMs));
+    recorder.onRetryScheduled((delayMs) => this.wakeAt(Date.now() + delayMs));
   }
 
   /** Jobs started and not yet recorded. */
@@ -150,39 +152,49 @@ export class Worker implements LeaseHolder, CompletionListener {
   stopClaiming(): void {
     if (this.state !== 'running') return;
     this.state = 'draining';
-    this.retryWakes.length = 0;
-    this.armRetryWake();
+    this.dueWakes.length = 0;
+    this.armDueWake();
     this.wake.notify();
   }
 
   /**
-   * A retry this worker scheduled can be claimed in `delayMs`: the loop wakes for it then rather
-   * than at its next poll, so a short backoff is not stretched to the poll interval. (Other
-   * processes' retries, and delayed jobs, come with the poll.)
+   * Jobs come due at `at` (epoch ms): a retry this worker scheduled, or delayed jobs someone
+   * enqueued (a notification). The loop wakes for them then rather than at its next poll, so a
+   * short delay or backoff is not stretched to the poll interval.
    */
-  private wakeForRetry(delayMs: number): void {
-    if (this.state !== 'running' || this.retryWakes.length >= MAX_RETRY_WAKES) return;
-    const at = Date.now() + delayMs + RETRY_WAKE_MARGIN_MS;
+  wakeAt(at: number): void {
+    if (this.state !== 'running' || !Number.isFinite(at)) return;
+    const due = at + DUE_WAKE_MARGIN_MS;
+    const wakes = this.dueWakes;
+    if (wakes.length >= MAX_DUE_WAKES) {
+      if (due >= wakes[wakes.length - 1]) return;
+      wakes.pop();
+    }
     // Usually the latest yet: the search from the end stops at once.
-    let i = this.retryWakes.length;
-    while (i > 0 && this.retryWakes[i - 1] > at) i--;
-    this.retryWakes.splice(i, 0, at);
-    if (i === 0) this.armRetryWake();
+    let i = wakes.length;
+    while (i > 0 && wakes[i - 1] > due) i--;
+    wakes.splice(i, 0, due);
+    if (i === 0) this.armDueWake();
   }
 
-  /** One timer, for the earliest retry; it wakes the loop and moves on to the next. */
-  private armRetryWake(): void {
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.retryTimer = null;
-    if (this.retryWakes.length === 0) return;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = null;
-      const now = Date.now();
-      while (this.retryWakes.length > 0 && this.retryWakes[0] <= now) this.retryWakes.shift();
-      if (this.state === 'running') this.nudge();
-      this.armRetryWake();
-    }, Math.max(0, this.retryWakes[0] - Date.now()));
-    this.retryTimer.unref?.();
+  /** One timer, for the earliest wake-up; it wakes the loop and moves on to the next. */
+  private armDueWake(): void {
+    if (this.dueTimer) clearTimeout(this.dueTimer);
+    this.dueTimer = null;
+    if (this.dueWakes.length === 0) return;
+    this.dueTimer = setTimeout(
+      () => {
+        this.dueTimer = null;
+        const now = Date.now();
+        if (this.dueWakes[0] <= now) {
+          while (this.dueWakes.length > 0 && this.dueWakes[0] <= now) this.dueWakes.shift();
+          if (this.state === 'running') this.nudge();
+        }
+        this.armDueWake();
+      },
+      Math.min(MAX_TIMER_MS, Math.max(0, this.dueWakes[0] - Date.now())),
+    );
+    this.dueTimer.unref?.();
   }
 
   /**

@@ -282,6 +282,16 @@ export function jobSql(schema: string) {
     notifyNew: `SELECT pg_notify('auto_job_queue:${schema}', 'new')`,
 
     /**
+     * Tells workers when the earliest of some delayed jobs comes due ($1 run-at times, $2 delays in
+     * ms, per job, as the insert computes run_at), so they wake then rather than at their next
+     * poll. In the inserting transaction, it is delivered only if the jobs are committed.
+     */
+    notifyDue: `
+      SELECT pg_notify('auto_job_queue:${schema}',
+                       'due:' || floor(extract(epoch FROM min(COALESCE(r, now() + d * interval '1 millisecond'))) * 1000)::bigint)
+      FROM unnest($1::timestamptz[], $2::float8[]) AS t(r, d)`,
+
+    /**
      * Extends every lease this worker holds in one statement; fenced per row by token, so a lease
      * another worker took over is not extended. Reports the status of leases no longer held.
      */

@@ -61,7 +61,24 @@ export class PostgresJobStore implements JobStore {
 
   async enqueue(jobs: readonly NewJob[], manager?: EntityManager): Promise<EnqueuedJob[]> {
     const executor = manager ? managerExecutor(manager) : this.executor;
-    if (jobs.every((job) => job.idempotencyKey === null)) return this.enqueuePlain(jobs, executor, manager === undefined);
+    const results = await this.insert(jobs, executor, manager === undefined);
+    const delayed = jobs.filter((job, i) => !results[i].deduplicated && (job.runAt !== null || job.delayMs > 0));
+    if (delayed.length > 0) {
+      const notify = executor.query(
+        this.sql.notifyDue,
+        [delayed.map((job) => job.runAt), delayed.map((job) => job.delayMs)],
+        manager ? undefined : this.named('notifyDue'),
+      );
+      // In the caller's transaction a failure aborts it, so it must surface. Outside, the jobs are
+      // already committed: failing the call would invite a duplicate, and the poll finds them anyway.
+      if (manager) await notify;
+      else await notify.catch(() => undefined);
+    }
+    return results;
+  }
+
+  private async insert(jobs: readonly NewJob[], executor: SqlExecutor, named: boolean): Promise<EnqueuedJob[]> {
+    if (jobs.every((job) => job.idempotencyKey === null)) return this.enqueuePlain(jobs, executor, named);
     const results: EnqueuedJob[] = new Array(jobs.length);
     let remaining = jobs.map((job, index) => ({ job, index }));
     for (let round = 0; round < MAX_ENQUEUE_ROUNDS && remaining.length > 0; round++) {
@@ -77,7 +94,7 @@ export class PostgresJobStore implements JobStore {
         batch.map((j) => j.maxAttemptsFromJob),
         batch.map((j) => j.notifyOnFinish),
         batch.map((j) => j.orderingKey),
-      ], manager ? undefined : this.named('enqueue'));
+      ], named ? this.named('enqueue') : undefined);
       const conflicts: typeof remaining = [];
       for (const row of rows) {
         const entry = remaining[row.ord - 1];

@@ -95,6 +95,7 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
     await this.hub.subscribe((notification) => {
       if (notification.kind === 'cancel') worker.interrupt(notification.jobId, 'cancelled');
       else if (notification.kind === 'new') worker.nudge();
+      else if (notification.kind === 'due') worker.wakeAt(notification.at);
     });
     await store.registerTypes(this.registry.types());
     this.scheduler = new CronScheduler(
