@@ -163,7 +163,8 @@ export class Worker implements LeaseHolder, CompletionListener {
    * short delay or backoff is not stretched to the poll interval.
    */
   wakeAt(at: number): void {
-    if (this.state !== 'running' || !Number.isFinite(at)) return;
+    // Also before start: the worker hears notifications as soon as it subscribes.
+    if ((this.state !== 'running' && this.state !== 'idle') || !Number.isFinite(at)) return;
     const due = at + DUE_WAKE_MARGIN_MS;
     const wakes = this.dueWakes;
     if (wakes.length >= MAX_DUE_WAKES) {

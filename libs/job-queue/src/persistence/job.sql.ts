@@ -282,14 +282,15 @@ export function jobSql(schema: string) {
     notifyNew: `SELECT pg_notify('auto_job_queue:${schema}', 'new')`,
 
     /**
-     * Tells workers when the earliest of some delayed jobs comes due ($1 run-at times, $2 delays in
-     * ms, per job, as the insert computes run_at), so they wake then rather than at their next
-     * poll. In the inserting transaction, it is delivered only if the jobs are committed.
+     * Tells workers in how many ms the earliest of some delayed jobs comes due ($1 the earliest
+     * run-at time, $2 the shortest delay, either may be NULL), so they wake then rather than at
+     * their next poll. Relative to this statement, so no two clocks are compared: it can only come
+     * late (by the wait for the commit that delivers it), never early. In the inserting
+     * transaction, it is delivered only if the jobs are committed.
      */
     notifyDue: `
-      SELECT pg_notify('auto_job_queue:${schema}',
-                       'due:' || floor(extract(epoch FROM min(COALESCE(r, now() + d * interval '1 millisecond'))) * 1000)::bigint)
-      FROM unnest($1::timestamptz[], $2::float8[]) AS t(r, d)`,
+      SELECT pg_notify('auto_job_queue:${schema}', 'due:' || GREATEST(0, ceil(1000 * extract(epoch FROM
+               LEAST($1::timestamptz, now() + $2::float8 * interval '1 millisecond') - clock_timestamp())))::bigint)`,
 
     /**
      * Extends every lease this worker holds in one statement; fenced per row by token, so a lease

@@ -62,16 +62,12 @@ export class PostgresJobStore implements JobStore {
   async enqueue(jobs: readonly NewJob[], manager?: EntityManager): Promise<EnqueuedJob[]> {
     const executor = manager ? managerExecutor(manager) : this.executor;
     const results = await this.insert(jobs, executor, manager === undefined);
-    const delayed = jobs.filter((job, i) => !results[i].deduplicated && (job.runAt !== null || job.delayMs > 0));
-    if (delayed.length > 0) {
-      const notify = executor.query(
-        this.sql.notifyDue,
-        [delayed.map((job) => job.runAt), delayed.map((job) => job.delayMs)],
-        manager ? undefined : this.named('notifyDue'),
-      );
-      // In the caller's transaction a failure aborts it, so it must surface. Outside, the jobs are
+    const due = earliestDue(jobs, results);
+    if (due) {
+      const notify = executor.query(this.sql.notifyDue, [due.runAt, due.delayMs], manager ? undefined : this.named('notifyDue'));
+      // In the caller's transaction a failure aborts it, so it must surface. Otherwise the jobs are
       // already committed: failing the call would invite a duplicate, and the poll finds them anyway.
-      if (manager) await notify;
+      if (manager?.queryRunner?.isTransactionActive) await notify;
       else await notify.catch(() => undefined);
     }
     return results;
@@ -439,6 +435,27 @@ export class PostgresJobStore implements JobStore {
  * The claim's rows (columns in ClaimQuery's order) as jobs holding the claim's lease token. Every
  * job is built by this one literal, so all of them share one shape wherever the engine reads them.
  */
+/**
+ * The earliest future run-at time and the shortest delay among the jobs inserted (not
+ * deduplicated), or null when none is delayed: a run-at time already past (a cron slot) is due
+ * now, and the insert's own notification covers it.
+ */
+function earliestDue(jobs: readonly NewJob[], results: readonly EnqueuedJob[]): { runAt: Date | null; delayMs: number | null } | null {
+  const now = Date.now();
+  let runAt: Date | null = null;
+  let delayMs: number | null = null;
+  for (let i = 0; i < jobs.length; i++) {
+    const job = jobs[i];
+    if (results[i].deduplicated) continue;
+    if (job.runAt !== null) {
+      if (job.runAt.getTime() > now && (runAt === null || job.runAt < runAt)) runAt = job.runAt;
+    } else if (job.delayMs > 0 && (delayMs === null || job.delayMs < delayMs)) {
+      delayMs = job.delayMs;
+    }
+  }
+  return runAt === null && delayMs === null ? null : { runAt, delayMs };
+}
+
 function claimedJobs(rows: unknown[][], leaseToken: string): ClaimedJob[] {
   const jobs = new Array<ClaimedJob>(rows.length);
   for (let i = 0; i < rows.length; i++) {
