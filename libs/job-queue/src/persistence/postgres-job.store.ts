@@ -61,6 +61,7 @@ export class PostgresJobStore implements JobStore {
 
   async enqueue(jobs: readonly NewJob[], manager?: EntityManager): Promise<EnqueuedJob[]> {
     const executor = manager ? managerExecutor(manager) : this.executor;
+    if (!jobs.some(isDelayed)) return this.insert(jobs, executor, manager === undefined);
     const results = await this.insert(jobs, executor, manager === undefined);
     const due = earliestDue(jobs, results);
     if (due) {
@@ -440,6 +441,10 @@ export class PostgresJobStore implements JobStore {
  * deduplicated), or null when none is delayed: a run-at time already past (a cron slot) is due
  * now, and the insert's own notification covers it.
  */
+function isDelayed(job: NewJob): boolean {
+  return job.runAt !== null || job.delayMs > 0;
+}
+
 function earliestDue(jobs: readonly NewJob[], results: readonly EnqueuedJob[]): { runAt: Date | null; delayMs: number | null } | null {
   const now = Date.now();
   let runAt: Date | null = null;
