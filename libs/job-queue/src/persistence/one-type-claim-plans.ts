@@ -52,7 +52,7 @@ export class OneTypeClaimPlans {
   private pages: number | null = null;
   private hashMemKb = 0;
   /** Counts turned-away claims: a read sent before the latest one is older news than it. */
-  private turnedAway = 0;
+  private turnAways = 0;
   private generation = 0;
   private readAt = Number.NEGATIVE_INFINITY;
   private reading: Promise<void> | null = null;
@@ -84,18 +84,18 @@ export class OneTypeClaimPlans {
 
   /** A guarded claim was turned away: the table has LARGE_TABLE_PAGES pages or more. */
   sawLargeTable(): void {
-    this.turnedAway++;
+    this.turnAways++;
     if (this.pages !== null && this.pages < LARGE_TABLE_PAGES) this.pages = LARGE_TABLE_PAGES;
   }
 
   /** One read at a time; after a failed read the last size known stands until one succeeds. */
   private refresh(): Promise<void> {
-    const turnedAway = this.turnedAway;
+    const turnAways = this.turnAways;
     this.reading ??= this.readSize()
       .then(
         ({ pages, hashMemKb }) => {
           // Sent before a claim was turned away: it may predate the growth, and is no shrink.
-          if (turnedAway !== this.turnedAway) return;
+          if (turnAways !== this.turnAways) return;
           if (this.pages !== null && this.pages >= LARGE_TABLE_PAGES && pages < LARGE_TABLE_PAGES) this.generation++;
           this.pages = pages;
           this.hashMemKb = hashMemKb;
