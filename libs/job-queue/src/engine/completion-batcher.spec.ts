@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { JobStore, Lease } from '../persistence/job.store.js';
-import { CompletionBatcher } from './completion-batcher.js';
+import { CompletionBatcher, MAX_COMPLETION_BATCH } from './completion-batcher.js';
 
 /** A store double whose completeMany the test releases by hand, recording each batch. */
 function gatedStore(owned: Set<string>) {
@@ -31,6 +31,26 @@ const lease = (id: string): Lease => ({ id, leaseToken: `t-${id}` });
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('CompletionBatcher', () => {
+  it('writes a default claim’s worth of completions (prefetch 500 plus free slots) in one statement, and splits only beyond the cap', async () => {
+    const ids = Array.from({ length: 550 + MAX_COMPLETION_BATCH + 10 }, (_, i) => String(i));
+    const gate = gatedStore(new Set(ids));
+    const batcher = new CompletionBatcher(gate.store);
+    // Finished together, as a claimed batch of short jobs does: one synchronous run.
+    const claimBatch = ids.slice(0, 550).map((id) => batcher.complete(lease(id), 'null'));
+    await tick();
+    expect(gate.batches.map((batch) => batch.length)).toEqual([550]);
+    const rest = ids.slice(550).map((id) => batcher.complete(lease(id), 'null'));
+    gate.releaseNext();
+    await tick();
+    // The rest arrived during a write: the next statement takes the cap, the one after the remainder.
+    expect(gate.batches.map((batch) => batch.length)).toEqual([550, MAX_COMPLETION_BATCH]);
+    gate.releaseNext();
+    await tick();
+    gate.releaseNext();
+    expect(gate.batches.map((batch) => batch.length)).toEqual([550, MAX_COMPLETION_BATCH, ids.length - 550 - MAX_COMPLETION_BATCH]);
+    expect((await Promise.all([...claimBatch, ...rest])).every(Boolean)).toBe(true);
+  });
+
   it('writes a lone completion at once, and groups those that arrive during a write', async () => {
     const gate = gatedStore(new Set(['1', '2', '3', '4']));
     const batcher = new CompletionBatcher(gate.store);

@@ -1,7 +1,11 @@
 import type { JobStore, Lease } from '../persistence/job.store.js';
 
-/** Completions per statement, at most. */
-const MAX_BATCH = 500;
+/**
+ * Completions per statement, at most. Well above one claim's worth (the default prefetch of 500
+ * plus the free slots), so a fast stream completes each claimed batch in one statement, not a
+ * full one and a handful: every statement is a commit, and at 500 a drain sent two for most claims.
+ */
+export const MAX_COMPLETION_BATCH = 2_000;
 
 /** A completion waiting for its statement; it hears the outcome of its own fenced write. */
 export interface PendingCompletion {
@@ -70,7 +74,7 @@ export class CompletionBatcher {
   }
 
   /**
-   * The next statement's completions, in arrival order: at most MAX_BATCH, and at most one per
+   * The next statement's completions, in arrival order: at most MAX_COMPLETION_BATCH, and at most one per
    * job. Two attempts of one job can both be here (its lease lost, the job reclaimed by this same
    * worker, both finishing at once); the later one waits for the next statement, so each is fenced
    * by its own token and learns its own outcome.
@@ -80,7 +84,7 @@ export class CompletionBatcher {
     const ids = new Set<string>();
     const later: PendingCompletion[] = [];
     for (const item of this.queue) {
-      if (batch.length < MAX_BATCH && !ids.has(item.lease.id)) {
+      if (batch.length < MAX_COMPLETION_BATCH && !ids.has(item.lease.id)) {
         ids.add(item.lease.id);
         batch.push(item);
       } else {
