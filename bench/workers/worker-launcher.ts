@@ -35,8 +35,13 @@ export interface WorkerProcess {
 /** Forks bench/workers/worker-process.js and resolves once its worker runs. */
 export async function launchWorkerProcess(config: WorkerProcessConfig): Promise<WorkerProcess> {
   const child = fork(ENTRY, [], {
-    // BENCH_CPU_PROF=<dir>: a V8 CPU profile of each worker process, for finding where time goes.
-    execArgv: ['--expose-gc', ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [])],
+    // BENCH_CPU_PROF=<dir>: a V8 CPU profile of each worker process, for finding where time goes;
+    // BENCH_WORKER_NODE_ARGS: more Node/V8 flags for it (diagnostics NODE_OPTIONS refuses, such as --trace-opt).
+    execArgv: [
+      '--expose-gc',
+      ...(process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+      ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+    ],
     env: { ...process.env, [WORKER_CONFIG_ENV]: JSON.stringify(config) },
     stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
   });
