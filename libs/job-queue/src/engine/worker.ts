@@ -188,7 +188,9 @@ export class Worker implements LeaseHolder, CompletionListener {
         this.dueTimer = null;
         const now = Date.now();
         if (this.dueWakes[0] <= now) {
-          while (this.dueWakes.length > 0 && this.dueWakes[0] <= now) this.dueWakes.shift();
+          let due = 1;
+          while (due < this.dueWakes.length && this.dueWakes[due] <= now) due++;
+          this.dueWakes.splice(0, due);
           if (this.state === 'running') this.nudge();
         }
         this.armDueWake();
