@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { JobStore, Lease } from '../persistence/job.store.js';
+import { DEFAULT_PREFETCH } from '../options/defaults.js';
 import { CompletionBatcher, MAX_COMPLETION_BATCH } from './completion-batcher.js';
 
 /** A store double whose completeMany the test releases by hand, recording each batch. */
@@ -31,23 +32,24 @@ const lease = (id: string): Lease => ({ id, leaseToken: `t-${id}` });
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('CompletionBatcher', () => {
-  it('writes a default claim’s worth of completions (prefetch 500 plus free slots) in one statement, and splits only beyond the cap', async () => {
-    const ids = Array.from({ length: 550 + MAX_COMPLETION_BATCH + 10 }, (_, i) => String(i));
+  it('writes a default claim’s worth of completions (the prefetch ceiling plus free slots) in one statement, and splits only beyond the cap', async () => {
+    const claimed = DEFAULT_PREFETCH + 50;
+    const ids = Array.from({ length: claimed + MAX_COMPLETION_BATCH + 10 }, (_, i) => String(i));
     const gate = gatedStore(new Set(ids));
     const batcher = new CompletionBatcher(gate.store);
     // Finished together, as a claimed batch of short jobs does: one synchronous run.
-    const claimBatch = ids.slice(0, 550).map((id) => batcher.complete(lease(id), 'null'));
+    const claimBatch = ids.slice(0, claimed).map((id) => batcher.complete(lease(id), 'null'));
     await tick();
-    expect(gate.batches.map((batch) => batch.length)).toEqual([550]);
-    const rest = ids.slice(550).map((id) => batcher.complete(lease(id), 'null'));
+    expect(gate.batches.map((batch) => batch.length)).toEqual([claimed]);
+    const rest = ids.slice(claimed).map((id) => batcher.complete(lease(id), 'null'));
     gate.releaseNext();
     await tick();
     // The rest arrived during a write: the next statement takes the cap, the one after the remainder.
-    expect(gate.batches.map((batch) => batch.length)).toEqual([550, MAX_COMPLETION_BATCH]);
+    expect(gate.batches.map((batch) => batch.length)).toEqual([claimed, MAX_COMPLETION_BATCH]);
     gate.releaseNext();
     await tick();
     gate.releaseNext();
-    expect(gate.batches.map((batch) => batch.length)).toEqual([550, MAX_COMPLETION_BATCH, ids.length - 550 - MAX_COMPLETION_BATCH]);
+    expect(gate.batches.map((batch) => batch.length)).toEqual([claimed, MAX_COMPLETION_BATCH, ids.length - claimed - MAX_COMPLETION_BATCH]);
     expect((await Promise.all([...claimBatch, ...rest])).every(Boolean)).toBe(true);
   });
 

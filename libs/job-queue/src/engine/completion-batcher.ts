@@ -1,9 +1,10 @@
 import type { JobStore, Lease } from '../persistence/job.store.js';
 
 /**
- * Completions per statement, at most. Well above one claim's worth (the default prefetch of 500
+ * Completions per statement, at most. Well above one claim's worth (the default prefetch ceiling
  * plus the free slots), so a fast stream completes each claimed batch in one statement, not a
- * full one and a handful: every statement is a commit, and at 500 a drain sent two for most claims.
+ * full one and a handful: every statement is a commit, and with a cap of 500 under a 500 prefetch
+ * a drain sent two for most claims.
  */
 export const MAX_COMPLETION_BATCH = 2_000;
 
