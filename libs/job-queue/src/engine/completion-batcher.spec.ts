@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { JobStore, Lease } from '../persistence/job.store.js';
 import { DEFAULT_PREFETCH } from '../options/defaults.js';
-import { CompletionBatcher, MAX_COMPLETION_BATCH } from './completion-batcher.js';
+import { CompletionBatcher, MAX_COMPLETION_BATCH, MAX_COMPLETION_RESULT_CHARS } from './completion-batcher.js';
 
 /** A store double whose completeMany the test releases by hand, recording each batch. */
 function gatedStore(owned: Set<string>) {
@@ -51,6 +51,29 @@ describe('CompletionBatcher', () => {
     gate.releaseNext();
     expect(gate.batches.map((batch) => batch.length)).toEqual([claimed, MAX_COMPLETION_BATCH, ids.length - claimed - MAX_COMPLETION_BATCH]);
     expect((await Promise.all([...claimBatch, ...rest])).every(Boolean)).toBe(true);
+  });
+
+  it('splits a batch whose results would pass the size cap, and sends an oversized result alone', async () => {
+    const gate = gatedStore(new Set(['0', 'big-a', 'none', 'big-b', 'small', 'huge']));
+    const batcher = new CompletionBatcher(gate.store);
+    const bigResult = `"${'x'.repeat(MAX_COMPLETION_RESULT_CHARS / 2 + 10)}"`;
+    const busy = batcher.complete(lease('0'), 'null');
+    await tick();
+    const queued = [
+      batcher.complete(lease('big-a'), bigResult),
+      batcher.complete(lease('none'), 'null'),
+      batcher.complete(lease('big-b'), bigResult),
+      batcher.complete(lease('small'), '{"ok":true}'),
+      batcher.complete(lease('huge'), `"${'y'.repeat(MAX_COMPLETION_RESULT_CHARS + 10)}"`),
+    ];
+    for (let i = 0; i < 4; i++) {
+      gate.releaseNext();
+      await tick();
+    }
+    // Two large results would pass the cap together: the second waits for the next statement.
+    expect(gate.batches).toEqual([['0'], ['big-a', 'none', 'small'], ['big-b'], ['huge']]);
+    expect(await busy).toBe(true);
+    expect(await Promise.all(queued)).toEqual([true, true, true, true, true]);
   });
 
   it('writes a lone completion at once, and groups those that arrive during a write', async () => {

@@ -7,6 +7,12 @@ import type { JobStore, Lease } from '../persistence/job.store.js';
  * a drain sent two for most claims.
  */
 export const MAX_COMPLETION_BATCH = 2_000;
+/**
+ * Result text per statement, at most (results travel as one jsonb value, which PostgreSQL caps at
+ * 256 MB): a batch of large results is split before it could fail as a whole, and again on every
+ * retry of it. A single result larger than this still goes alone.
+ */
+export const MAX_COMPLETION_RESULT_CHARS = 32 * 1024 * 1024;
 
 /** A completion waiting for its statement; it hears the outcome of its own fenced write. */
 export interface PendingCompletion {
@@ -75,8 +81,8 @@ export class CompletionBatcher {
   }
 
   /**
-   * The next statement's completions, in arrival order: at most MAX_COMPLETION_BATCH, and at most
-   * one per job. Two attempts of one job can both be here (its lease lost, the job reclaimed by this
+   * The next statement's completions, in arrival order: at most MAX_COMPLETION_BATCH, at most
+   * MAX_COMPLETION_RESULT_CHARS of results, and at most one per job. Two attempts of one job can both be here (its lease lost, the job reclaimed by this
    * same worker, both finishing at once); the later one waits for the next statement, so each is
    * fenced by its own token and learns its own outcome.
    */
@@ -84,10 +90,16 @@ export class CompletionBatcher {
     const batch: PendingCompletion[] = [];
     const ids = new Set<string>();
     const later: PendingCompletion[] = [];
+    let resultChars = 0;
     for (const item of this.queue) {
-      if (batch.length < MAX_COMPLETION_BATCH && !ids.has(item.lease.id)) {
+      // A job that returned nothing sends no result ('null' is left out of the statement).
+      const chars = item.resultJson === 'null' ? 0 : item.resultJson.length;
+      const fits =
+        batch.length < MAX_COMPLETION_BATCH && (batch.length === 0 || resultChars + chars <= MAX_COMPLETION_RESULT_CHARS);
+      if (fits && !ids.has(item.lease.id)) {
         ids.add(item.lease.id);
         batch.push(item);
+        resultChars += chars;
       } else {
         later.push(item);
       }
