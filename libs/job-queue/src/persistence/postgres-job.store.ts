@@ -432,19 +432,16 @@ export class PostgresJobStore implements JobStore {
   }
 }
 
-/**
- * The claim's rows (columns in ClaimQuery's order) as jobs holding the claim's lease token. Every
- * job is built by this one literal, so all of them share one shape wherever the engine reads them.
- */
+/** A job that is not due at once: the enqueue then tells workers when it will be. */
+function isDelayed(job: NewJob): boolean {
+  return job.runAt !== null || job.delayMs > 0;
+}
+
 /**
  * The earliest future run-at time and the shortest delay among the jobs inserted (not
  * deduplicated), or null when none is delayed: a run-at time already past (a cron slot) is due
  * now, and the insert's own notification covers it.
  */
-function isDelayed(job: NewJob): boolean {
-  return job.runAt !== null || job.delayMs > 0;
-}
-
 function earliestDue(jobs: readonly NewJob[], results: readonly EnqueuedJob[]): { runAt: Date | null; delayMs: number | null } | null {
   const now = Date.now();
   let runAt: Date | null = null;
@@ -461,6 +458,10 @@ function earliestDue(jobs: readonly NewJob[], results: readonly EnqueuedJob[]): 
   return runAt === null && delayMs === null ? null : { runAt, delayMs };
 }
 
+/**
+ * The claim's rows (columns in ClaimQuery's order) as jobs holding the claim's lease token. Every
+ * job is built by this one literal, so all of them share one shape wherever the engine reads them.
+ */
 function claimedJobs(rows: unknown[][], leaseToken: string): ClaimedJob[] {
   const jobs = new Array<ClaimedJob>(rows.length);
   for (let i = 0; i < rows.length; i++) {
