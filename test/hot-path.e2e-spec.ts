@@ -135,14 +135,14 @@ describe('hot path statements', () => {
     const [again] = await claim('hot.fence', 2);
     expect(again.id).toBe(a.id);
     expect(again.leaseToken).not.toBe(a.leaseToken);
-    const [stale] = await db.query<{ ids: string | null }>(sql.completeMany, completion([a]));
-    expect(stale.ids).toBeNull();
+    const [stale] = await db.query<{ missed: string | null }>(sql.completeMany, completion([a]));
+    expect(stale.missed).toBe(a.id);
     // Two claims' jobs in one batch: b's token is the usual one, again's comes from the map. Only
     // again returned something; b's result stays NULL.
     const [others, usual] = fence([b, again]);
     const withResult = JSON.stringify({ [again.id]: { v: 1 } });
-    const [current] = await db.query<{ ids: string | null }>(sql.completeMany, [[b.id, again.id], others, withResult, usual]);
-    expect(current.ids?.split(',').sort()).toEqual([a.id, b.id].sort());
+    const [current] = await db.query<{ missed: string | null }>(sql.completeMany, [[b.id, again.id], others, withResult, usual]);
+    expect(current.missed).toBeNull();
     const stored = await db.query<{ id: string; result: unknown; no_result: boolean }>(
       `SELECT id::text AS id, result, result IS NULL AS no_result FROM job_queue.jobs WHERE id = ANY ($1::bigint[]) ORDER BY id`,
       [[a.id, b.id]],
@@ -156,8 +156,8 @@ describe('hot path statements', () => {
     for (let round = 0; round < 10; round++) {
       const claimed = await claim('hot.churn', 250);
       expect(claimed).toHaveLength(250);
-      const [done] = await db.query<{ ids: string }>(sql.completeMany, completion(claimed));
-      expect(done.ids.split(',').sort()).toEqual(claimed.map((j) => j.id).sort());
+      const [done] = await db.query<{ missed: string | null }>(sql.completeMany, completion(claimed));
+      expect(done.missed).toBeNull();
     }
     const held = await claim('hot.churn', 200);
     const plans = {
@@ -178,10 +178,17 @@ describe('hot path statements', () => {
     const wrongUsual = await db.query<{ held: boolean }>(sql.renewLeases, renewal(held, ['{}', NO_TOKEN]));
     expect(wrongUsual.filter((r) => r.held)).toHaveLength(0);
     const wrongMap = JSON.stringify(Object.fromEntries(held.map((j) => [j.id, NO_TOKEN])));
-    const [none] = await db.query<{ ids: string | null }>(sql.completeMany, completion(held, [wrongMap, held[0].leaseToken]));
-    expect(none.ids).toBeNull();
+    const [none] = await db.query<{ missed: string | null }>(sql.completeMany, completion(held, [wrongMap, held[0].leaseToken]));
+    expect(none.missed?.split(',').sort()).toEqual(held.map((j) => j.id).sort());
+    // One batch, one lease gone: only that job is reported, the other one is completed.
+    const [kept, lost] = held;
+    const [mixed] = await db.query<{ missed: string | null }>(
+      sql.completeMany,
+      completion([kept, lost], [JSON.stringify({ [lost.id]: NO_TOKEN }), kept.leaseToken]),
+    );
+    expect(mixed.missed).toBe(lost.id);
     const released = await db.query(sql.release, [held.map((j) => j.id), ...fence(held)]);
-    expect(released).toHaveLength(200);
+    expect(released).toHaveLength(199);
   });
 
   it('counts a rate-limited start the handler has not made yet in every window, until markStarted stamps it', async () => {
@@ -483,7 +490,7 @@ describe('hot path statements', () => {
                 if (failOnce.delete(job.id)) {
                   expect(await store.scheduleRetry(lease, 'failed once', job.attempt, 'w', 20)).toBe(true);
                 } else {
-                  expect((await store.completeMany([{ lease, resultJson: 'null' }])).has(job.id)).toBe(true);
+                  expect((await store.completeMany([{ lease, resultJson: 'null' }])).has(job.id)).toBe(false);
                   completed++;
                 }
               }

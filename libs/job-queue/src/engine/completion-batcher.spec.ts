@@ -17,7 +17,8 @@ function gatedStore(owned: Set<string>) {
         failNext = null;
         throw error;
       }
-      return new Set(items.map((i) => i.lease.id).filter((id) => owned.has(id)));
+      // The ids whose lease was gone, as the real store answers.
+      return new Set(items.map((i) => i.lease.id).filter((id) => !owned.has(id)));
     },
   } as unknown as JobStore;
   return {

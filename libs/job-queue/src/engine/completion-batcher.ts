@@ -57,10 +57,10 @@ export class CompletionBatcher {
     try {
       while (this.queue.length > 0) {
         const batch = this.takeBatch();
-        let applied: Set<string> | null = null;
+        let missed: ReadonlySet<string> | null = null;
         let failure: unknown;
         try {
-          applied = await this.store.completeMany(batch);
+          missed = await this.store.completeMany(batch);
         } catch (error) {
           failure = error;
         }
@@ -68,7 +68,7 @@ export class CompletionBatcher {
         // rest of its batch from hearing theirs.
         for (let i = 0; i < batch.length; i++) {
           try {
-            if (applied) batch[i].settled(applied.has(batch[i].lease.id));
+            if (missed) batch[i].settled(!missed.has(batch[i].lease.id));
             else batch[i].failed(failure);
           } catch {
             // Swallowed by contract: PendingCompletion's methods must not throw.

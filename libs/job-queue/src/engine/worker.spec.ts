@@ -59,20 +59,23 @@ class ScriptedStore {
     return taken.map((job) => ({ ...job, leaseToken: token }));
   }
 
+  /** Returns the ids whose lease was gone, as the real store does. */
   async completeMany(items: ReadonlyArray<{ lease: Lease; resultJson: string }>): Promise<Set<string>> {
     await this.gate;
-    const applied = new Set<string>();
+    const missed = new Set<string>();
     for (const { lease } of items) {
-      if (this.leases.get(lease.id) !== lease.leaseToken) continue;
+      if (this.leases.get(lease.id) !== lease.leaseToken) {
+        missed.add(lease.id);
+        continue;
+      }
       this.leases.delete(lease.id);
       this.completed.push(lease.id);
-      applied.add(lease.id);
     }
-    return applied;
+    return missed;
   }
 
   async complete(lease: Lease, resultJson: string): Promise<boolean> {
-    return (await this.completeMany([{ lease, resultJson }])).has(lease.id);
+    return !(await this.completeMany([{ lease, resultJson }])).has(lease.id);
   }
 
   async release(leases: readonly Lease[]): Promise<string[]> {

@@ -117,12 +117,14 @@ export class ClaimQuery {
     /**
      * Claimed rows in claim order; the store reads the columns by position, in this order. The
      * lease token is the claim's own parameter, the same for every row: the store fills it in
-     * rather than have it formatted, sent and parsed once per row.
+     * rather than have it formatted, sent and parsed once per row. So does the type, in the
+     * one-type claims (`type` NULL): it is the claim's parameter too.
      */
-    const claimedInOrder = `
-      SELECT id::text AS id, type, payload, attempts AS attempt, max_attempts AS "maxAttempts",
+    const claimedInOrder = (type = 'type') => `
+      SELECT id::text AS id, ${type} AS type, payload, attempts AS attempt, max_attempts AS "maxAttempts",
              idempotency_key AS "idempotencyKey"
       FROM claimed ORDER BY priority DESC, run_at, claimed.id`;
+    const oneTypeClaimedInOrder = claimedInOrder('NULL::text');
 
     this.plainText = `
       WITH wanted AS (
@@ -132,7 +134,7 @@ export class ClaimQuery {
       ), claimed AS (
         ${manyClaimed}
       )
-      ${claimedInOrder}`;
+      ${claimedInOrder()}`;
 
     /**
      * The small-table form claims nothing once the table has LARGE_TABLE_PAGES pages or more: its
@@ -149,7 +151,7 @@ export class ClaimQuery {
       ), claimed AS (
         ${markClaimed('$3', '$4', '$5', '$6', 'WHERE j.ctid = ANY (ARRAY(SELECT ctid FROM picked))')}
       )
-      ${claimedInOrder}`;
+      ${oneTypeClaimedInOrder}`;
       }
       return `
       WITH guard AS MATERIALIZED (
@@ -158,7 +160,7 @@ export class ClaimQuery {
       ), claimed AS (
         ${markClaimed('$3', '$4', '$5', '$6', 'WHERE EXISTS (SELECT 1 FROM picked) AND j.ctid = ANY (ARRAY(SELECT ctid FROM picked))')}
       )
-      (${claimedInOrder})
+      (${oneTypeClaimedInOrder})
       UNION ALL
       SELECT NULL, NULL, NULL, NULL, NULL, NULL FROM guard WHERE NOT small`;
     };
@@ -199,7 +201,7 @@ export class ClaimQuery {
         FROM claimed JOIN wanted w ON w.type = claimed.type
         WHERE w.rate_max IS NOT NULL
       )
-      ${claimedInOrder}`;
+      ${claimedInOrder()}`;
   }
 
   /**

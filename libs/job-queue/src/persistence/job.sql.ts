@@ -232,8 +232,10 @@ export function jobSql(schema: string) {
     /**
      * Many completions in one statement (the worker batches them under load), each fenced by its
      * own lease token exactly like complete (heldBy: $4 the usual token, $2 the others by id; $3
-     * maps id → result, without the jobs that returned nothing); returns the ids that applied, as
-     * one comma-separated string rather than a row each.
+     * maps id → result, without the jobs that returned nothing). Returns the ids that did not
+     * apply (their lease was gone), as one comma-separated string, or NULL when all applied: the
+     * usual reply is one NULL, not every id, and the ids are only sorted out when some failed
+     * (a scalar subquery in a CASE branch runs only if that branch is taken).
      */
     completeMany: `
       WITH done AS (
@@ -245,7 +247,10 @@ export function jobSql(schema: string) {
       ), notified AS (
         SELECT pg_notify('auto_job_queue:${schema}', 'finished:' || id) FROM done WHERE notify_on_finish
       )
-      SELECT (SELECT string_agg(id::text, ',') FROM done) AS ids, (SELECT count(*) FROM notified)::int AS notified`,
+      SELECT CASE WHEN (SELECT count(*) FROM done) < cardinality($1::bigint[])
+                  THEN (SELECT string_agg(i::text, ',') FROM unnest($1::bigint[]) AS i WHERE i NOT IN (SELECT id FROM done))
+             END AS missed,
+             (SELECT count(*) FROM notified)::int AS notified`,
 
     /** Fenced like complete; the retry time is computed by the database clock. */
     scheduleRetry: `

@@ -138,8 +138,11 @@ export interface JobStore {
   enqueue(jobs: readonly NewJob[], manager?: EntityManager): Promise<EnqueuedJob[]>;
   claim(request: ClaimRequest): Promise<ClaimedJob[]>;
   complete(lease: Lease, resultJson: string): Promise<boolean>;
-  /** Completes many jobs in one statement; returns the ids whose lease still applied. */
-  completeMany(completions: ReadonlyArray<{ lease: Lease; resultJson: string }>): Promise<Set<string>>;
+  /**
+   * Completes many jobs in one statement; returns the ids whose lease was gone (nothing written
+   * for them), usually none.
+   */
+  completeMany(completions: ReadonlyArray<{ lease: Lease; resultJson: string }>): Promise<ReadonlySet<string>>;
   /** A transaction whose writes commit only together with the job's fenced completion. */
   beginJobTransaction(): Promise<JobTransaction>;
   findEffect(jobId: string, key: string): Promise<{ found: boolean; result: unknown }>;

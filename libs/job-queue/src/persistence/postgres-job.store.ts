@@ -31,6 +31,8 @@ import { managerExecutor, poolExecutor, type SqlExecutor, type SqlResult } from 
 const BIGINT_ID = /^[1-9][0-9]{0,18}$/;
 /** Enqueue retries when a conflicting idempotent row vanished between insert and lookup. */
 const MAX_ENQUEUE_ROUNDS = 3;
+/** completeMany's usual answer: every completion applied. */
+const NONE_MISSED: ReadonlySet<string> = new Set();
 
 /** The JobStore on PostgreSQL: the statements of job.sql.ts over the DataSource's pg pool. */
 export class PostgresJobStore implements JobStore {
@@ -157,7 +159,7 @@ export class PostgresJobStore implements JobStore {
     } else {
       rows = await this.claimUnlimited(request, leaseToken);
     }
-    return claimedJobs(rows, leaseToken);
+    return claimedJobs(rows, leaseToken, request);
   }
 
   /** A claim without flow control: for one type, in a form whose plan PostgreSQL keeps. */
@@ -211,16 +213,17 @@ export class PostgresJobStore implements JobStore {
     return applied(await this.executor.query(this.sql.complete, [lease.id, lease.leaseToken, resultJson]));
   }
 
-  async completeMany(completions: ReadonlyArray<{ lease: Lease; resultJson: string }>): Promise<Set<string>> {
-    if (completions.length === 0) return new Set();
+  async completeMany(completions: ReadonlyArray<{ lease: Lease; resultJson: string }>): Promise<ReadonlySet<string>> {
+    if (completions.length === 0) return NONE_MISSED;
     const leases = completions.map((c) => c.lease);
     const [others, usual] = leaseTokens(leases);
-    const { rows } = await this.executor.query<{ ids: string | null }>(
+    const { rows } = await this.executor.query<{ missed: string | null }>(
       this.sql.completeMany,
       [idArray(leases), others, resultsById(completions), usual],
       this.named('completeMany'),
     );
-    return new Set(rows[0]?.ids?.split(',') ?? []);
+    const missed = rows[0]?.missed;
+    return missed ? new Set(missed.split(',')) : NONE_MISSED;
   }
 
   async beginJobTransaction(): Promise<JobTransaction> {
@@ -459,16 +462,20 @@ function earliestDue(jobs: readonly NewJob[], results: readonly EnqueuedJob[]): 
 }
 
 /**
- * The claim's rows (columns in ClaimQuery's order) as jobs holding the claim's lease token. Every
- * job is built by this one literal, so all of them share one shape wherever the engine reads them.
+ * The claim's rows (columns in ClaimQuery's order) as jobs holding the claim's lease token. A
+ * one-type claim leaves each row's type NULL: it is the request's only type. Every job is built by
+ * this one literal, so all of them share one shape wherever the engine reads them.
  */
-function claimedJobs(rows: unknown[][], leaseToken: string): ClaimedJob[] {
+function claimedJobs(rows: unknown[][], leaseToken: string, request: ClaimRequest): ClaimedJob[] {
+  const onlyType = request.perType.length === 1 ? request.perType[0].type : null;
   const jobs = new Array<ClaimedJob>(rows.length);
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i];
+    const type = (row[1] as string | null) ?? onlyType;
+    if (type === null) throw new Error(`claim returned job ${String(row[0])} without its type (a multi-type claim must return it)`);
     jobs[i] = {
       id: row[0] as string,
-      type: row[1] as string,
+      type,
       payload: row[2],
       attempt: row[3] as number,
       maxAttempts: row[4] as number,
