@@ -21,6 +21,8 @@ export interface WorkerProcess {
   /** Memory right after boot, before any job. */
   readonly boot: MemoryReading;
   memory(): Promise<MemoryReading>;
+  /** Handler runs so far (IPC only: the database is not asked). */
+  runs(): Promise<number>;
   /** Called with (seq, hrtime ns) as each job starts, when started with reportStarts (trace with BENCH_TRACE_SQL=1). */
   onStarted(listener: (seq: number, at: bigint, trace?: PickupTrace) => void): void;
   /**
@@ -104,6 +106,9 @@ export async function launchWorkerProcess(config: WorkerProcessConfig): Promise<
     async memory() {
       const { rss, heapUsed } = await ask({ kind: 'memory' }, 'memory');
       return { rss, heapUsed };
+    },
+    async runs() {
+      return (await ask({ kind: 'runs' }, 'runs')).total;
     },
     onStarted(listener) {
       startListeners.push(listener);

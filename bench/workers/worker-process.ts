@@ -13,6 +13,8 @@ const counts = new Uint8Array(config.expectedJobs);
 /** Diagnostic: BENCH_TRACE_SQL=1 prints this process's statements per job when it stops. */
 const sqlTrace = process.env.BENCH_TRACE_SQL === '1' ? traceSql() : null;
 let outOfRange = 0;
+/** Handler runs so far, whatever their seq. */
+let runs = 0;
 /** When the first job started (hrtime ns), so a drain's clock can start no later than that. */
 let firstStartAt: bigint | null = null;
 
@@ -32,6 +34,7 @@ function memory(): MemoryReading {
 function onJob(payload: BenchPayload): void {
   const at = config.reportStarts ? process.hrtime.bigint() : 0n;
   firstStartAt ??= at || process.hrtime.bigint();
+  runs++;
   const seq = payload?.seq;
   if (Number.isInteger(seq) && seq >= 0 && seq < counts.length) {
     if (counts[seq] < 255) counts[seq]++;
@@ -47,6 +50,7 @@ async function main(): Promise<void> {
   let stopping = false;
   process.on('message', (message: ToWorker) => {
     if (message.kind === 'memory') void send({ kind: 'memory', ...memory() });
+    else if (message.kind === 'runs') void send({ kind: 'runs', total: runs });
     else if (message.kind === 'stop' && !stopping) {
       stopping = true;
       worker.stop().then(

@@ -19,12 +19,14 @@ export interface MemoryReading {
 }
 
 /** Harness → worker process. */
-export type ToWorker = { kind: 'memory' } | { kind: 'stop' };
+export type ToWorker = { kind: 'memory' } | { kind: 'runs' } | { kind: 'stop' };
 
 /** Worker process → harness. */
 export type FromWorker =
   | ({ kind: 'ready' } & MemoryReading)
   | ({ kind: 'memory' } & MemoryReading)
+  /** Handler runs so far in this process, every run counted (a job run twice counts twice). */
+  | { kind: 'runs'; total: number }
   /** `at` is process.hrtime.bigint() as a string: CLOCK_MONOTONIC, comparable across processes. */
   | { kind: 'started'; seq: number; at: string; trace?: PickupTrace }
   /** After a graceful stop. `counts`: base64 of one byte per seq, the number of runs (saturating at 255). */
