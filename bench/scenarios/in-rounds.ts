@@ -39,7 +39,7 @@ export function inRounds(scenario: Scenario, rounds: (sizes: BenchSizes) => numb
 }
 
 /** Each measurement of the first round, with the median of its values over all rounds. */
-function medians(outcomes: readonly ScenarioOutcome[]): Measurement[] {
+export function medians(outcomes: readonly ScenarioOutcome[]): Measurement[] {
   if (outcomes.length === 0) return [];
   return outcomes[0].measurements.map((first) => ({
     ...first,

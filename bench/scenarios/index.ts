@@ -11,7 +11,7 @@ import { workerRssScenario } from './worker-rss.scenario.js';
 /** In run order. */
 export const SCENARIOS: ReadonlyArray<Scenario | InterleavedScenario> = [
   inRounds(bulkEnqueueScenario, (sizes) => sizes.shortRounds),
-  inRounds(singleEnqueueScenario, (sizes) => sizes.shortRounds),
+  singleEnqueueScenario,
   drainScenario,
   inRounds(pickupLatencyScenario, (sizes) => sizes.shortRounds),
   claimLatencyScenario,

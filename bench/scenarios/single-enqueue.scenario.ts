@@ -1,7 +1,10 @@
+import type { BenchProducer, QueueAdapter } from '../adapters/queue-adapter.js';
+import type { BenchDatabase } from '../bench-database.js';
 import { msBetween, now } from '../clock.js';
 import { percentile } from '../stats.js';
+import { medians } from './in-rounds.js';
 import { drainAndVerify } from './run-helpers.js';
-import type { Scenario } from './scenario.js';
+import type { InterleavedScenario, ScenarioOutcome, ScenarioResult } from './scenario.js';
 
 /**
  * Untimed calls first, for two seconds: a long-running API pod is measured, not a cold one. The
@@ -10,44 +13,132 @@ import type { Scenario } from './scenario.js';
  * paying for that alone.
  */
 const WARM_UP_MS = 2_000;
+/**
+ * Timed calls per turn. Each call is a commit, whose flush time drifts on a shared machine; with
+ * each system's 2,000 calls run in one go, a round's ratio for the same code read anywhere from
+ * 0.74× to 1.46×. In turns of 200 calls, every system meets the same drift.
+ */
+const BLOCK_CALLS = 200;
 
-/** N single-job calls, one after another (each awaited): the per-request cost of an API pod. */
-export const singleEnqueueScenario: Scenario = {
+/** One system's state within a round. */
+interface Open {
+  adapter: QueueAdapter;
+  db: BenchDatabase;
+  producer: BenchProducer;
+  warmUpJobs: number;
+  calls: number[];
+  ms: number;
+}
+
+interface SystemRounds {
+  adapter: QueueAdapter;
+  outcomes: ScenarioOutcome[];
+  seconds: number;
+  error?: string;
+}
+
+/**
+ * N single-job calls, one after another (each awaited): the per-request cost of an API pod. Every
+ * system gets its own database and producer, warms up, and then the systems take turns, block by
+ * block, until each has made N timed calls. A system's rate is its calls over the sum of its
+ * blocks' times. In rounds; figures are medians.
+ */
+export const singleEnqueueScenario: InterleavedScenario = {
   name: 'single-enqueue',
   describe: (sizes) =>
-    `single enqueue: ${sizes.singleJobs.toLocaleString('en-US')} sequential calls (after ${WARM_UP_MS / 1000} s of untimed warm-up calls)`,
+    `single enqueue: ${sizes.singleJobs.toLocaleString('en-US')} sequential calls (after ${WARM_UP_MS / 1000} s of untimed warm-up calls), ` +
+    `the systems taking turns every ${BLOCK_CALLS} calls; ${sizes.shortRounds} round(s), median`,
 
-  async run(adapter, context) {
+  async runInterleaved(adapters, context) {
     const { sizes, scope } = context;
-    const db = await scope.database(adapter);
-    const producer = await scope.producer(adapter, db);
-    let warmUpJobs = 0;
-    for (const until = Date.now() + WARM_UP_MS; Date.now() < until; ) await producer.enqueue(warmUpJobs++);
-    const calls: number[] = [];
-    const started = now();
-    for (let i = 0; i < sizes.singleJobs; i++) {
-      const before = now();
-      await producer.enqueue(warmUpJobs + i);
-      calls.push(msBetween(before, now()));
-    }
-    const ms = msBetween(started, now());
-    await scope.closeProducer(producer);
-    const check = await drainAndVerify(adapter, db, context, warmUpJobs + sizes.singleJobs);
-    await scope.dropDatabase(db);
-    return {
-      measurements: [
-        {
-          key: 'single.rate',
-          label: `single enqueue ${sizes.singleJobs.toLocaleString('en-US')}`,
-          unit: 'jobs/s',
-          value: (sizes.singleJobs / ms) * 1000,
-          better: 'higher',
-        },
-        { key: 'single.p50', label: '  per call p50', unit: 'ms', value: percentile(calls, 50), better: 'lower' },
-        { key: 'single.p99', label: '  per call p99', unit: 'ms', value: percentile(calls, 99), better: 'lower' },
-      ],
-      checks: [{ run: 'single enqueue', result: check }],
-      details: { jobs: sizes.singleJobs, ms },
+    const systems: SystemRounds[] = adapters.map((adapter) => ({ adapter, outcomes: [], seconds: 0 }));
+    let open = new Map<SystemRounds, Open>();
+    /**
+     * Runs `work` for each system still in, starting with another one each time. A failure takes
+     * the system out, and its producer and database go at once: the others' stay open.
+     */
+    const eachSystem = async (turn: number, work: (system: SystemRounds) => Promise<void>) => {
+      for (let i = 0; i < systems.length; i++) {
+        const system = systems[(i + turn) % systems.length];
+        if (system.error) continue;
+        const started = Date.now();
+        try {
+          await work(system);
+        } catch (error) {
+          system.error = String((error as Error)?.stack ?? error);
+          const state = open.get(system);
+          open.delete(system);
+          if (state) {
+            await scope.closeProducer(state.producer).catch(() => undefined);
+            await scope.dropDatabase(state.db).catch(() => undefined);
+          }
+        } finally {
+          system.seconds += (Date.now() - started) / 1000;
+        }
+      }
     };
+    for (let round = 1; round <= sizes.shortRounds; round++) {
+      open = new Map<SystemRounds, Open>();
+      await eachSystem(round, async (system) => {
+        const db = await scope.database(system.adapter);
+        const producer = await scope.producer(system.adapter, db);
+        let warmUpJobs = 0;
+        for (const until = Date.now() + WARM_UP_MS; Date.now() < until; ) await producer.enqueue(warmUpJobs++);
+        open.set(system, { adapter: system.adapter, db, producer, warmUpJobs, calls: [], ms: 0 });
+      });
+      for (let block = 0; block * BLOCK_CALLS < sizes.singleJobs; block++) {
+        const count = Math.min(BLOCK_CALLS, sizes.singleJobs - block * BLOCK_CALLS);
+        await eachSystem(round + block, async (system) => {
+          const state = open.get(system)!;
+          const started = now();
+          for (let i = 0; i < count; i++) {
+            const before = now();
+            await state.producer.enqueue(state.warmUpJobs + state.calls.length);
+            state.calls.push(msBetween(before, now()));
+          }
+          state.ms += msBetween(started, now());
+        });
+      }
+      const line: string[] = [];
+      await eachSystem(round, async (system) => {
+        const state = open.get(system)!;
+        open.delete(system);
+        await scope.closeProducer(state.producer);
+        const check = await drainAndVerify(state.adapter, state.db, context, state.warmUpJobs + state.calls.length);
+        await scope.dropDatabase(state.db);
+        system.outcomes.push(outcomeOf(state, sizes.singleJobs, check));
+        line.push(`${system.adapter.name} ${Math.round((sizes.singleJobs / state.ms) * 1000)} jobs/s`);
+      });
+      for (const system of systems) if (system.error) line.push(`${system.adapter.name} failed: ${system.error.split('\n')[0]}`);
+      context.log(`    round ${round}: ${line.join('; ')}`);
+    }
+    return systems.map(
+      (system): Omit<ScenarioResult, 'scenario'> => ({
+        adapter: system.adapter.name,
+        measurements: system.error ? [] : medians(system.outcomes),
+        checks: system.outcomes.flatMap((outcome, i) => outcome.checks.map((check) => ({ ...check, run: `${check.run}, round ${i + 1}` }))),
+        details: { rounds: system.outcomes.map((outcome) => outcome.details) },
+        seconds: system.seconds,
+        ...(system.error ? { error: system.error } : {}),
+      }),
+    );
   },
 };
+
+function outcomeOf(state: Open, jobs: number, check: Awaited<ReturnType<typeof drainAndVerify>>): ScenarioOutcome {
+  return {
+    measurements: [
+      {
+        key: 'single.rate',
+        label: `single enqueue ${jobs.toLocaleString('en-US')}`,
+        unit: 'jobs/s',
+        value: (jobs / state.ms) * 1000,
+        better: 'higher',
+      },
+      { key: 'single.p50', label: '  per call p50', unit: 'ms', value: percentile(state.calls, 50), better: 'lower' },
+      { key: 'single.p99', label: '  per call p99', unit: 'ms', value: percentile(state.calls, 99), better: 'lower' },
+    ],
+    checks: [{ run: 'single enqueue', result: check }],
+    details: { jobs, ms: state.ms, blockCalls: BLOCK_CALLS },
+  };
+}
