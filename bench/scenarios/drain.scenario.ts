@@ -44,7 +44,8 @@ export const drainScenario: InterleavedScenario = {
     const { sizes } = context;
     const results = adapters.map((adapter) => ({
       adapter,
-      samples: new Map<string, number[]>(),
+      /** Rate by configuration key, then by round. */
+      samples: new Map<string, Map<number, number>>(),
       checks: [] as RunCheck[],
       runs: [] as Array<Record<string, unknown>>,
       seconds: 0,
@@ -57,7 +58,8 @@ export const drainScenario: InterleavedScenario = {
           await takeTurns(results, round, context, `round ${round}, c=${concurrency} ×${processes} proc (jobs/s)`, async (result) => {
             const run = await drainOnce(result.adapter, context, processes, concurrency, round, result.checks);
             const rate = (sizes.drainJobs / run.ms) * 1000;
-            result.samples.set(key, [...(result.samples.get(key) ?? []), rate]);
+            if (!result.samples.has(key)) result.samples.set(key, new Map());
+            result.samples.get(key)!.set(round, rate);
             result.runs.push({ round, key, jobs: sizes.drainJobs, ms: run.ms, startedBeforeReturnMs: run.startedBeforeReturnMs });
             return (
               `${Math.round(rate)}` +
@@ -67,17 +69,22 @@ export const drainScenario: InterleavedScenario = {
         }
       }
     }
+    const reference = results.find((result) => result.adapter.name === 'reference' && !result.error);
     return results.map((result): Omit<ScenarioResult, 'scenario'> => {
       const measurements: Measurement[] = [];
-      for (const [key, rates] of result.samples) {
+      for (const [key, byRound] of result.samples) {
         const [, concurrency, processes] = /^drain\.c(\d+)\.p(\d+)$/.exec(key)!;
         measurements.push({
           key,
           label: `drain c=${concurrency} ×${processes} proc`,
           unit: 'jobs/s',
-          value: percentile(rates, 50),
+          value: percentile([...byRound.values()], 50),
           better: 'higher',
         });
+        const paired = reference && reference !== result ? pairedRatios(byRound, reference.samples.get(key)) : [];
+        if (paired.length > 0) {
+          measurements.push({ key: `${key}.paired`, label: '  ÷ reference, median of rounds', unit: '×', value: percentile(paired, 50), better: 'higher' });
+        }
       }
       const name: AdapterName = result.adapter.name;
       return {
@@ -91,6 +98,18 @@ export const drainScenario: InterleavedScenario = {
     });
   },
 };
+
+/**
+ * This system's rate over the reference's, round by round (in each round the systems drain one
+ * after another, seconds apart), for the rounds both finished. The median of these is the fairer
+ * comparison: the machine's speed drifts between rounds, minutes apart, and each system's own
+ * median may come from a different round (one run's c=50 rounds read 0.65–0.87× paired, and
+ * 0.73× as a ratio of medians).
+ */
+function pairedRatios(ours: ReadonlyMap<number, number>, reference: ReadonlyMap<number, number> | undefined): number[] {
+  if (!reference) return [];
+  return [...ours].filter(([round]) => reference.has(round)).map(([round, rate]) => rate / reference.get(round)!);
+}
 
 function drainKey(concurrency: number, processes: number): string {
   return `drain.c${concurrency}.p${processes}`;
