@@ -14,7 +14,8 @@ const BLOCKS = 4;
  * enqueue → handler start, so it includes the claim statement. The level's p50 is reported.
  *
  * The ratio compares the largest level with none measured alongside it: a second database that
- * retains nothing has its own idle worker, and the level's samples are taken in blocks that
+ * retains no finished rows (beyond the samples' own jobs, at most a few hundred) has its own idle
+ * worker, and the level's samples are taken in blocks that
  * alternate with as many blocks there. A p50 of one or two ms is mostly commit flushes, which
  * drift on a shared machine; compared with a "none" measured minutes earlier, the ratio of one run
  * moved between 0.6× and 1.5× with nothing changed.

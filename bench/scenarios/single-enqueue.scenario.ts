@@ -24,8 +24,11 @@ const BLOCK_CALLS = 200;
 interface Open {
   adapter: QueueAdapter;
   db: BenchDatabase;
-  producer: BenchProducer;
+  /** Null until opened, and again once closed. */
+  producer: BenchProducer | null;
+  /** Untimed calls made so far; the warm-up runs just before the system's first timed turn. */
   warmUpJobs: number;
+  warmedUp: boolean;
   calls: number[];
   ms: number;
 }
@@ -39,9 +42,11 @@ interface SystemRounds {
 
 /**
  * N single-job calls, one after another (each awaited): the per-request cost of an API pod. Every
- * system gets its own database and producer, warms up, and then the systems take turns, block by
- * block, until each has made N timed calls. A system's rate is its calls over the sum of its
- * blocks' times. In rounds; figures are medians.
+ * system gets its own database and producer, and then the systems take turns, block by block,
+ * until each has made N timed calls; each warms up right before its first block (not all before
+ * the first block, which left the first one idle through the others' warm-ups, long enough for its
+ * pool to close idle connections). A system's rate is its calls over the sum of its blocks' times.
+ * In rounds; figures are medians.
  */
 export const singleEnqueueScenario: InterleavedScenario = {
   name: 'single-enqueue',
@@ -68,10 +73,8 @@ export const singleEnqueueScenario: InterleavedScenario = {
           system.error = String((error as Error)?.stack ?? error);
           const state = open.get(system);
           open.delete(system);
-          if (state) {
-            await scope.closeProducer(state.producer).catch(() => undefined);
-            await scope.dropDatabase(state.db).catch(() => undefined);
-          }
+          if (state?.producer) await scope.closeProducer(state.producer).catch(() => undefined);
+          if (state) await scope.dropDatabase(state.db).catch(() => undefined);
         } finally {
           system.seconds += (Date.now() - started) / 1000;
         }
@@ -80,20 +83,23 @@ export const singleEnqueueScenario: InterleavedScenario = {
     for (let round = 1; round <= sizes.shortRounds; round++) {
       open = new Map<SystemRounds, Open>();
       await eachSystem(round, async (system) => {
-        const db = await scope.database(system.adapter);
-        const producer = await scope.producer(system.adapter, db);
-        let warmUpJobs = 0;
-        for (const until = Date.now() + WARM_UP_MS; Date.now() < until; ) await producer.enqueue(warmUpJobs++);
-        open.set(system, { adapter: system.adapter, db, producer, warmUpJobs, calls: [], ms: 0 });
+        const state: Open = { adapter: system.adapter, db: await scope.database(system.adapter), producer: null, warmUpJobs: 0, warmedUp: false, calls: [], ms: 0 };
+        open.set(system, state);
+        state.producer = await scope.producer(system.adapter, state.db);
       });
       for (let block = 0; block * BLOCK_CALLS < sizes.singleJobs; block++) {
         const count = Math.min(BLOCK_CALLS, sizes.singleJobs - block * BLOCK_CALLS);
         await eachSystem(round + block, async (system) => {
           const state = open.get(system)!;
+          const producer = state.producer!;
+          if (!state.warmedUp) {
+            for (const until = Date.now() + WARM_UP_MS; Date.now() < until; ) await producer.enqueue(state.warmUpJobs++);
+            state.warmedUp = true;
+          }
           const started = now();
           for (let i = 0; i < count; i++) {
             const before = now();
-            await state.producer.enqueue(state.warmUpJobs + state.calls.length);
+            await producer.enqueue(state.warmUpJobs + state.calls.length);
             state.calls.push(msBetween(before, now()));
           }
           state.ms += msBetween(started, now());
@@ -102,10 +108,12 @@ export const singleEnqueueScenario: InterleavedScenario = {
       const line: string[] = [];
       await eachSystem(round, async (system) => {
         const state = open.get(system)!;
-        open.delete(system);
-        await scope.closeProducer(state.producer);
+        const producer = state.producer!;
+        state.producer = null;
+        await scope.closeProducer(producer);
         const check = await drainAndVerify(state.adapter, state.db, context, state.warmUpJobs + state.calls.length);
         await scope.dropDatabase(state.db);
+        open.delete(system);
         system.outcomes.push(outcomeOf(state, sizes.singleJobs, check));
         line.push(`${system.adapter.name} ${Math.round((sizes.singleJobs / state.ms) * 1000)} jobs/s`);
       });
