@@ -1,3 +1,4 @@
+import type { QueueAdapter } from '../adapters/queue-adapter.js';
 import type { BenchSizes } from '../cli-options.js';
 import { percentile } from '../stats.js';
 import type { InterleavedScenario, Measurement, Scenario, ScenarioOutcome, ScenarioResult } from './scenario.js';
@@ -15,7 +16,7 @@ export function inRounds(scenario: Scenario, rounds: (sizes: BenchSizes) => numb
     describe: (sizes) => `${scenario.describe(sizes)}; each system in turn, ${rounds(sizes)} round(s), median`,
 
     async runInterleaved(adapters, context) {
-      const systems = adapters.map((adapter) => ({ adapter, outcomes: [] as ScenarioOutcome[], seconds: 0, error: undefined as string | undefined }));
+      const systems: SystemRounds[] = adapters.map((adapter) => ({ adapter, outcomes: [], seconds: 0 }));
       for (let round = 1; round <= rounds(context.sizes); round++) {
         await takeTurns(systems, round, context, `round ${round}`, async (system) => {
           const outcome = await scenario.run(system.adapter, context);
@@ -24,22 +25,33 @@ export function inRounds(scenario: Scenario, rounds: (sizes: BenchSizes) => numb
           return headline ? `${headline.value.toFixed(headline.unit === 'jobs/s' ? 0 : 2)} ${headline.unit}` : '';
         });
       }
-      return systems.map(
-        (system): Omit<ScenarioResult, 'scenario'> => ({
-          adapter: system.adapter.name,
-          measurements: system.error ? [] : medians(system.outcomes),
-          checks: system.outcomes.flatMap((outcome, i) => outcome.checks.map((check) => ({ ...check, run: `${check.run}, round ${i + 1}` }))),
-          details: { rounds: system.outcomes.map((outcome) => outcome.details) },
-          seconds: system.seconds,
-          ...(system.error ? { error: system.error } : {}),
-        }),
-      );
+      return systems.map(roundsResult);
     },
   };
 }
 
+/** One system's rounds of a scenario. */
+export interface SystemRounds {
+  adapter: QueueAdapter;
+  outcomes: ScenarioOutcome[];
+  seconds: number;
+  error?: string;
+}
+
+/** A system's result over its rounds: the medians of its measurements, every round's checks and details. */
+export function roundsResult(system: SystemRounds): Omit<ScenarioResult, 'scenario'> {
+  return {
+    adapter: system.adapter.name,
+    measurements: system.error ? [] : medians(system.outcomes),
+    checks: system.outcomes.flatMap((outcome, i) => outcome.checks.map((check) => ({ ...check, run: `${check.run}, round ${i + 1}` }))),
+    details: { rounds: system.outcomes.map((outcome) => outcome.details) },
+    seconds: system.seconds,
+    ...(system.error ? { error: system.error } : {}),
+  };
+}
+
 /** Each measurement of the first round, with the median of its values over all rounds. */
-export function medians(outcomes: readonly ScenarioOutcome[]): Measurement[] {
+function medians(outcomes: readonly ScenarioOutcome[]): Measurement[] {
   if (outcomes.length === 0) return [];
   return outcomes[0].measurements.map((first) => ({
     ...first,

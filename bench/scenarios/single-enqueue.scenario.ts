@@ -2,9 +2,9 @@ import type { BenchProducer, QueueAdapter } from '../adapters/queue-adapter.js';
 import type { BenchDatabase } from '../bench-database.js';
 import { msBetween, now } from '../clock.js';
 import { percentile } from '../stats.js';
-import { medians } from './in-rounds.js';
+import { roundsResult, type SystemRounds } from './in-rounds.js';
 import { drainAndVerify } from './run-helpers.js';
-import type { InterleavedScenario, ScenarioOutcome, ScenarioResult } from './scenario.js';
+import type { InterleavedScenario, ScenarioOutcome } from './scenario.js';
 
 /**
  * Untimed calls first, for two seconds: a long-running API pod is measured, not a cold one. The
@@ -31,13 +31,6 @@ interface Open {
   warmedUp: boolean;
   calls: number[];
   ms: number;
-}
-
-interface SystemRounds {
-  adapter: QueueAdapter;
-  outcomes: ScenarioOutcome[];
-  seconds: number;
-  error?: string;
 }
 
 /**
@@ -120,16 +113,7 @@ export const singleEnqueueScenario: InterleavedScenario = {
       for (const system of systems) if (system.error) line.push(`${system.adapter.name} failed: ${system.error.split('\n')[0]}`);
       context.log(`    round ${round}: ${line.join('; ')}`);
     }
-    return systems.map(
-      (system): Omit<ScenarioResult, 'scenario'> => ({
-        adapter: system.adapter.name,
-        measurements: system.error ? [] : medians(system.outcomes),
-        checks: system.outcomes.flatMap((outcome, i) => outcome.checks.map((check) => ({ ...check, run: `${check.run}, round ${i + 1}` }))),
-        details: { rounds: system.outcomes.map((outcome) => outcome.details) },
-        seconds: system.seconds,
-        ...(system.error ? { error: system.error } : {}),
-      }),
-    );
+    return systems.map(roundsResult);
   },
 };
 
