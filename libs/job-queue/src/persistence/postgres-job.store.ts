@@ -222,7 +222,9 @@ export class PostgresJobStore implements JobStore {
       [idArray(leases), others, resultsById(completions), usual],
       this.named('completeMany'),
     );
-    const missed = rows[0]?.missed;
+    // Exactly one row, always: without it, nothing would tell an applied completion from a lost one.
+    if (rows.length !== 1) throw new Error(`completeMany returned ${rows.length} rows, expected 1`);
+    const { missed } = rows[0];
     return missed ? new Set(missed.split(',')) : NONE_MISSED;
   }
 
