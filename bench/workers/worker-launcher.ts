@@ -95,7 +95,7 @@ export async function launchWorkerProcess(config: WorkerProcessConfig): Promise<
   let boot: MemoryReading;
   try {
     const ready = await expect('ready', BOOT_TIMEOUT_MS);
-    boot = { rss: ready.rss, heapUsed: ready.heapUsed };
+    boot = memoryReading(ready);
   } catch (error) {
     kill(child);
     throw error;
@@ -104,8 +104,7 @@ export async function launchWorkerProcess(config: WorkerProcessConfig): Promise<
     pid: child.pid!,
     boot,
     async memory() {
-      const { rss, heapUsed } = await ask({ kind: 'memory' }, 'memory');
-      return { rss, heapUsed };
+      return memoryReading(await ask({ kind: 'memory' }, 'memory'));
     },
     async runs() {
       return (await ask({ kind: 'runs' }, 'runs')).total;
@@ -134,4 +133,8 @@ export async function launchWorkerProcess(config: WorkerProcessConfig): Promise<
     },
     kill: () => kill(child),
   };
+}
+
+function memoryReading({ rss, heapUsed, heapTotal, youngGeneration, external, rssFile, rssAnon }: MemoryReading): MemoryReading {
+  return { rss, heapUsed, heapTotal, youngGeneration, external, rssFile, rssAnon };
 }

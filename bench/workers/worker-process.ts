@@ -1,4 +1,6 @@
 import 'reflect-metadata';
+import { readFileSync } from 'node:fs';
+import v8 from 'node:v8';
 import { adapterNamed } from '../adapters/index.js';
 import type { BenchPayload, BenchWorker } from '../adapters/queue-adapter.js';
 import { traceSql } from './sql-trace.js';
@@ -27,8 +29,19 @@ function send(message: FromWorker): Promise<void> {
 
 function memory(): MemoryReading {
   (globalThis as { gc?: () => void }).gc?.();
-  const { rss, heapUsed } = process.memoryUsage();
-  return { rss, heapUsed };
+  const { rss, heapUsed, heapTotal, external } = process.memoryUsage();
+  const youngGeneration = v8.getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.space_size ?? 0;
+  return { rss, heapUsed, heapTotal, youngGeneration, external, rssFile: statusKb('RssFile'), rssAnon: statusKb('RssAnon') };
+}
+
+/** A size from /proc/self/status, in bytes; null where there is no such file (not Linux). */
+function statusKb(field: string): number | null {
+  try {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync('/proc/self/status', 'utf8'));
+    return match ? Number(match[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
 }
 
 function onJob(payload: BenchPayload): void {

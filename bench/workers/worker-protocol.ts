@@ -16,6 +16,14 @@ export interface MemoryReading {
   /** Bytes, read right after a full garbage collection. */
   rss: number;
   heapUsed: number;
+  /** V8's heap as committed (used or not), and its young generation's share of it. */
+  heapTotal: number;
+  youngGeneration: number;
+  /** Memory outside the V8 heap held by JS objects (Buffers among it). */
+  external: number;
+  /** Of the RSS, pages mapped from files (the node binary's code, shared) and anonymous ones; null off Linux. */
+  rssFile: number | null;
+  rssAnon: number | null;
 }
 
 /** Harness → worker process. */
