@@ -56,6 +56,17 @@ export class RunScope {
     }
   }
 
+  /**
+   * Kills these worker processes now (a run failed midway): in a scenario where the systems take
+   * turns, they must not go on loading the machine through the other systems' turns.
+   */
+  killWorkers(workers: readonly WorkerProcess[]): void {
+    for (const worker of workers) {
+      worker.kill();
+      this.running.delete(worker);
+    }
+  }
+
   /** Stops what is left: worker processes killed, producers closed, databases dropped. */
   async close(): Promise<void> {
     for (const worker of this.running) worker.kill();

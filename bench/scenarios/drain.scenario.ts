@@ -134,10 +134,19 @@ async function drainOnce(
     expectedJobs: sizes.drainJobs,
     reportStarts: false,
   });
-  await producer.enqueueMany(Array.from({ length: sizes.drainJobs }, (_, i) => i));
-  const returned = now();
-  await waitUntilRun(workers, sizes.drainJobs, drainTimeoutMs(sizes.drainJobs));
-  const finished = await waitUntilDrained(adapter, db, drainTimeoutMs(sizes.drainJobs), FINAL_POLL_MS);
+  let returned: bigint;
+  let finished: bigint;
+  try {
+    await producer.enqueueMany(Array.from({ length: sizes.drainJobs }, (_, i) => i));
+    returned = now();
+    // One timeout for the whole drain, shared by its two waits.
+    const deadline = Date.now() + drainTimeoutMs(sizes.drainJobs);
+    await waitUntilRun(workers, sizes.drainJobs, deadline - Date.now());
+    finished = await waitUntilDrained(adapter, db, Math.max(0, deadline - Date.now()), FINAL_POLL_MS);
+  } catch (error) {
+    scope.killWorkers(workers);
+    throw error;
+  }
   const runs = await scope.stopWorkers(workers);
   const started = runs.reduce((earliest, r) => (r.firstStartAt !== null && r.firstStartAt < earliest ? r.firstStartAt : earliest), returned);
   const database = await adapter.checkFinished(db, sizes.drainJobs, 0);

@@ -79,7 +79,12 @@ export async function drainAndVerify(
     expectedJobs: expected,
     reportStarts: false,
   });
-  await waitUntilDrained(adapter, db, drainTimeoutMs(expected), 100);
+  try {
+    await waitUntilDrained(adapter, db, drainTimeoutMs(expected), 100);
+  } catch (error) {
+    context.scope.killWorkers(workers);
+    throw error;
+  }
   return stopAndVerify(adapter, db, context, workers, expected);
 }
 
@@ -104,23 +109,27 @@ export async function measurePacedLatency(
   // Keyed by position in this call (seq - from).
   const startedAt = new Map<number, bigint>();
   const traces = new Map<number, PickupTrace>();
-  worker.onStarted((seq, at, trace) => {
+  const unsubscribe = worker.onStarted((seq, at, trace) => {
     const i = seq - from;
     if (i < 0 || i >= count) return;
     if (!startedAt.has(i)) startedAt.set(i, at);
     if (trace && !traces.has(i)) traces.set(i, trace);
   });
-  const sentAt: bigint[] = new Array(count);
-  const intervalNs = BigInt(Math.round(1e9 / ratePerSecond));
-  const t0 = now() + 50_000_000n;
-  const calls: Promise<void>[] = [];
-  for (let i = 0; i < count; i++) {
-    await sleepUntil(t0 + BigInt(i) * intervalNs);
-    sentAt[i] = now();
-    calls.push(producer.enqueue(from + i));
+  try {
+    const sentAt: bigint[] = new Array(count);
+    const intervalNs = BigInt(Math.round(1e9 / ratePerSecond));
+    const t0 = now() + 50_000_000n;
+    const calls: Promise<void>[] = [];
+    for (let i = 0; i < count; i++) {
+      await sleepUntil(t0 + BigInt(i) * intervalNs);
+      sentAt[i] = now();
+      calls.push(producer.enqueue(from + i));
+    }
+    await Promise.all(calls);
+    await pollUntil(async () => startedAt.size >= count, 10, 60_000, `${count} jobs to start`);
+    if (log && traces.size > 0) log(describePickupTraces(sentAt, startedAt, traces));
+    return sentAt.map((sent, i) => msBetween(sent, startedAt.get(i)!));
+  } finally {
+    unsubscribe();
   }
-  await Promise.all(calls);
-  await pollUntil(async () => startedAt.size >= count, 10, 60_000, `${count} jobs to start`);
-  if (log && traces.size > 0) log(describePickupTraces(sentAt, startedAt, traces));
-  return sentAt.map((sent, i) => msBetween(sent, startedAt.get(i)!));
 }

@@ -23,8 +23,11 @@ export interface WorkerProcess {
   memory(): Promise<MemoryReading>;
   /** Handler runs so far (IPC only: the database is not asked). */
   runs(): Promise<number>;
-  /** Called with (seq, hrtime ns) as each job starts, when started with reportStarts (trace with BENCH_TRACE_SQL=1). */
-  onStarted(listener: (seq: number, at: bigint, trace?: PickupTrace) => void): void;
+  /**
+   * Called with (seq, hrtime ns) as each job starts, when started with reportStarts (trace with
+   * BENCH_TRACE_SQL=1); returns the function that removes the listener.
+   */
+  onStarted(listener: (seq: number, at: bigint, trace?: PickupTrace) => void): () => void;
   /**
    * Graceful stop (SIGKILL if it does not end in time); resolves with the runs per seq
    * (index = seq) and the runs whose seq was out of range, counted until the very end.
@@ -68,20 +71,37 @@ export async function launchWorkerProcess(config: WorkerProcessConfig): Promise<
     queue?.shift()?.(message);
   });
 
+  /** Waits that an exit must fail, each until it settles: one exit listener for all of them. */
+  const onExit = new Set<(code: number | null, signal: NodeJS.Signals | null) => void>();
+  let exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  void exited.then((status) => {
+    exit = status;
+    for (const fail of onExit) fail(status.code, status.signal);
+  });
   const expect = <K extends FromWorker['kind']>(kind: K, timeoutMs: number): Promise<Extract<FromWorker, { kind: K }>> =>
     new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${describe()}: no '${kind}' within ${timeoutMs} ms\n${stderr}`)), timeoutMs);
-      const resolver = (message: FromWorker) => {
+      const settle = () => {
         clearTimeout(timer);
+        onExit.delete(fail);
+      };
+      const fail = (code: number | null, signal: NodeJS.Signals | null) => {
+        settle();
+        reject(new Error(`${describe()} exited (code ${code}, signal ${signal}) while waiting for '${kind}': ${failure ?? ''}\n${stderr}`));
+      };
+      const timer = setTimeout(() => {
+        settle();
+        reject(new Error(`${describe()}: no '${kind}' within ${timeoutMs} ms\n${stderr}`));
+      }, timeoutMs);
+      const resolver = (message: FromWorker) => {
+        settle();
         resolve(message as Extract<FromWorker, { kind: K }>);
       };
       const queue = waiting.get(kind) ?? [];
       queue.push(resolver);
       waiting.set(kind, queue);
-      void exited.then(({ code, signal }) => {
-        clearTimeout(timer);
-        reject(new Error(`${describe()} exited (code ${code}, signal ${signal}) while waiting for '${kind}': ${failure ?? ''}\n${stderr}`));
-      });
+      const gone = exit as { code: number | null; signal: NodeJS.Signals | null } | null;
+      if (gone) fail(gone.code, gone.signal);
+      else onExit.add(fail);
     });
   const ask = <K extends FromWorker['kind']>(request: ToWorker, kind: K) => {
     const reply = expect(kind, REPLY_TIMEOUT_MS);
@@ -111,6 +131,10 @@ export async function launchWorkerProcess(config: WorkerProcessConfig): Promise<
     },
     onStarted(listener) {
       startListeners.push(listener);
+      return () => {
+        const index = startListeners.indexOf(listener);
+        if (index >= 0) startListeners.splice(index, 1);
+      };
     },
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) {

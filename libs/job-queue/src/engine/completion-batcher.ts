@@ -82,9 +82,10 @@ export class CompletionBatcher {
 
   /**
    * The next statement's completions, in arrival order: at most MAX_COMPLETION_BATCH, at most
-   * MAX_COMPLETION_RESULT_CHARS of results, and at most one per job. Two attempts of one job can both be here (its lease lost, the job reclaimed by this
-   * same worker, both finishing at once); the later one waits for the next statement, so each is
-   * fenced by its own token and learns its own outcome.
+   * MAX_COMPLETION_RESULT_CHARS of results, and at most one per job. Two attempts of one job can
+   * both be here (its lease lost, the job reclaimed by this same worker, both finishing at once);
+   * the later one waits for the next statement, so each is fenced by its own token and learns its
+   * own outcome.
    */
   private takeBatch(): PendingCompletion[] {
     const batch: PendingCompletion[] = [];
