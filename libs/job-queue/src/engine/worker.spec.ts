@@ -221,6 +221,65 @@ describe('Worker', () => {
     expect(thrown).toBe(true);
     await tick();
   });
+  it('a worker that ran dry waiting for a claim sends the next claim before it runs the batch', async () => {
+    let runs = 0;
+    const { store, worker } = setup(handlerStub({ type: 'unit.job', concurrency: 4, invoke: () => void runs++ }), { prefetch: 100 });
+    const runsAtClaim: number[] = [];
+    const claim = store.claim.bind(store);
+    store.claim = (request) => (runsAtClaim.push(runs), claim(request));
+    store.queue(...Array.from({ length: 300 }, (_, i) => String(i)));
+    worker.start();
+    await until(() => store.completed.length === 300, 'all 300 completed');
+    // The first batch had not run when the second claim went out, nor any later batch's.
+    expect(runsAtClaim.slice(0, 2)).toEqual([0, 0]);
+    expect(runsAtClaim.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('without prefetch, claims only for free slots: never ahead of the batch', async () => {
+    let runs = 0;
+    const { store, worker } = setup(handlerStub({ type: 'unit.job', concurrency: 4, invoke: () => void runs++ }), { prefetch: 0 });
+    const runsAtClaim: number[] = [];
+    const claim = store.claim.bind(store);
+    store.claim = (request) => (runsAtClaim.push(runs), claim(request));
+    store.queue(...Array.from({ length: 12 }, (_, i) => String(i)));
+    worker.start();
+    await until(() => store.completed.length === 12, 'all 12 completed');
+    expect(runsAtClaim.slice(0, 3)).toEqual([0, 4, 8]);
+  });
+
+  it('a drain that begins while a claim sent ahead is out hands that claim’s jobs back, unstarted', async () => {
+    const ran: string[] = [];
+    let draining: Promise<{ finished: number; released: number }> | null = null;
+    const { store, worker } = setup(
+      handlerStub({
+        type: 'unit.job',
+        concurrency: 4,
+        invoke: (payload) => {
+          const id = (payload as { id: string }).id;
+          ran.push(id);
+          // Shutdown begins as the first batch runs, with the next claim already sent.
+          if (id === '0') draining = worker.drain(1_000);
+        },
+      }),
+      { prefetch: 100 },
+    );
+    let claims = 0;
+    const claim = store.claim.bind(store);
+    store.claim = (request) => (claims++, claim(request));
+    store.queue(...Array.from({ length: 40 }, (_, i) => String(i)));
+    worker.start();
+    await until(() => draining !== null, 'the drain begun');
+    const { released } = await draining!;
+    expect(claims).toBe(2);
+    const first = Array.from({ length: 8 }, (_, i) => String(i));
+    const second = Array.from({ length: 8 }, (_, i) => String(8 + i));
+    expect(ran).toEqual(first);
+    expect(released).toBe(8);
+    expect([...store.released].sort()).toEqual([...second].sort());
+    // Nothing is left leased: every claimed job was either completed or handed back.
+    expect(store.leases.size).toBe(0);
+  });
+
   it('wakes for each known due time in order, keeping the earliest 1,000, not only at its poll', async () => {
     const { store, worker } = setup(handlerStub({ type: 'unit.job', concurrency: 4, invoke: () => null }), { pollIntervalMs: 600_000 });
     const claimedAt: number[] = [];

@@ -1,6 +1,6 @@
 import type { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
 import type { RegisteredHandler } from '../discovery/registered-handler.js';
-import type { ClaimedJob, JobStore, Lease } from '../persistence/job.store.js';
+import type { ClaimedJob, ClaimRequest, JobStore, Lease } from '../persistence/job.store.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import type { JobStatus } from '../persistence/job-status.js';
 import { ClaimPlanner } from './claim-planner.js';
@@ -22,7 +22,8 @@ export interface WorkerSettings {
   transactionalCapacity?: number;
   /**
    * Claimed jobs held locally beyond the running ones, at most (0: claim only for free slots).
-   * The buffer actually kept is about 100 ms of work at the recent rate, up to this.
+   * The buffer actually kept is about 100 ms of work at the recent rate, up to this, plus one
+   * more such batch in a claim sent ahead (sendClaimAhead).
    */
   prefetch?: number;
 }
@@ -42,6 +43,8 @@ const LOW_WATER = 0.1;
 const MAX_DUE_WAKES = 1_000;
 /** A wake-up comes this much after the due time, for clocks that differ a little. */
 const DUE_WAKE_MARGIN_MS = 5;
+/** A claim sent ahead is planned as if the worker's buffer had been started. */
+const NOTHING_BUFFERED: ReadonlyMap<string, number> = new Map();
 /** setTimeout's longest delay; a later wake-up is re-armed when this one fires. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -77,6 +80,8 @@ export class Worker implements LeaseHolder, CompletionListener {
   private lastClaimAt = 0;
   /** The last claim found less than it asked for: wait for a notification or the poll. */
   private queueLooksEmpty = false;
+  /** A claim sent before the batch it follows runs (sendClaimAhead), awaited in the loop's next round. */
+  private claimAhead: { request: ClaimRequest; claimed: Promise<ClaimedJob[]> } | null = null;
   /** Counts notifications, so one that arrives during a claim is not lost. */
   private nudges = 0;
   /** Set while the loop waits for the database: slow or away is not stuck (liveness). */
@@ -277,13 +282,15 @@ export class Worker implements LeaseHolder, CompletionListener {
   private async claimLoop(): Promise<void> {
     while (this.state === 'running') {
       this.lastProgressAt = Date.now();
-      const request = this.wantsToClaim() ? this.planner.plan(this.load()) : null;
+      const ahead = this.claimAhead;
+      this.claimAhead = null;
+      const request = ahead ? ahead.request : this.wantsToClaim() ? this.planner.plan(this.load()) : null;
       if (request) {
         let claimed: ClaimedJob[];
         const nudgesBefore = this.nudges;
         try {
           this.waitingOnDatabase = true;
-          claimed = await this.store.claim(request);
+          claimed = await (ahead ? ahead.claimed : this.store.claim(request));
         } catch (error) {
           this.logger.warn(`Claiming jobs failed: ${(error as Error)?.message ?? error}; retrying.`);
           await this.wake.wait(Math.min(CLAIM_ERROR_BACKOFF_MS, this.settings.pollIntervalMs));
@@ -291,21 +298,63 @@ export class Worker implements LeaseHolder, CompletionListener {
         } finally {
           this.waitingOnDatabase = false;
         }
-        const claimedAt = Date.now();
-        this.lastClaimAt = claimedAt;
-        this.dropStaleAttempts(claimed);
-        for (const job of claimed) {
-          this.buffer.push(new WorkerAttempt(job, this.registry.get(job.type) as RegisteredHandler, claimedAt, this));
-          this.countBuffered(job.type, 1);
-        }
-        this.pump();
+        // Nothing was left to run while this claim was out: jobs run faster than claims come back.
+        const ranDry = this.buffer.length === 0 && this.running < this.settings.concurrency;
+        this.bufferClaimed(claimed);
         const asked = Math.min(request.limit, request.perType.reduce((sum, t) => sum + t.limit, 0));
         this.queueLooksEmpty = claimed.length < asked && this.nudges === nudgesBefore;
+        if (ranDry && !this.queueLooksEmpty) await this.sendClaimAhead(request);
+        this.pump();
         // A full batch suggests more is waiting: go round again at once.
         if (!this.queueLooksEmpty) continue;
       }
       if (this.state !== 'running') break;
       await this.wake.wait(this.settings.pollIntervalMs);
+    }
+    await this.settleClaimAhead();
+  }
+
+  /** Claimed jobs join the buffer, in claim order. */
+  private bufferClaimed(claimed: readonly ClaimedJob[]): void {
+    const claimedAt = Date.now();
+    this.lastClaimAt = claimedAt;
+    this.dropStaleAttempts(claimed);
+    for (const job of claimed) {
+      this.buffer.push(new WorkerAttempt(job, this.registry.get(job.type) as RegisteredHandler, claimedAt, this));
+      this.countBuffered(job.type, 1);
+    }
+  }
+
+  /**
+   * Sends the next claim before the batch that just came in runs. Only called when the worker ran
+   * dry waiting for that batch (a backlog of jobs that run faster than a claim's round trip): the
+   * database then works on the next claim while the worker runs this batch, where it used to sit
+   * idle through it. It is planned as if this batch had started, so the worker holds at most one
+   * more batch of its current prefetch (about 100 ms of work). Not with prefetch off, not for
+   * flow-controlled claims (they queue on their types' row locks), nor while outcomes fall behind.
+   */
+  private async sendClaimAhead(previous: ClaimRequest): Promise<void> {
+    if (this.state !== 'running' || this.prefetch === 0 || previous.flowControl || this.recording >= this.recordingLimit) return;
+    const request = this.planner.plan({ ...this.load(), buffered: 0, bufferedByType: NOTHING_BUFFERED });
+    if (!request) return;
+    const claimed = this.store.claim(request);
+    // Awaited in the loop's next round (or as it ends); until then a failure must not count as unhandled.
+    claimed.catch(() => undefined);
+    this.claimAhead = { request, claimed };
+    // The pool hands out a connection a tick later, and the batch runs synchronously when its jobs
+    // are short: let the statement reach the socket first, or it would go out after the batch.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+
+  /** The loop has ended: the jobs of a claim sent ahead join the buffer, so a drain hands them back. */
+  private async settleClaimAhead(): Promise<void> {
+    const ahead = this.claimAhead;
+    if (!ahead) return;
+    this.claimAhead = null;
+    try {
+      this.bufferClaimed(await ahead.claimed);
+    } catch {
+      // The claim failed, so it claimed nothing.
     }
   }
 
