@@ -22,8 +22,8 @@ export interface WorkerSettings {
   transactionalCapacity?: number;
   /**
    * Claimed jobs held locally beyond the running ones, at most (0: claim only for free slots).
-   * The buffer actually kept is about 100 ms of work at the recent rate, up to this, plus one
-   * more such batch in a claim sent ahead (sendClaimAhead).
+   * The buffer actually kept is about 100 ms of work at the recent rate, up to this; a claim sent
+   * ahead (sendClaimAhead) can add one more batch of that plus `concurrency`.
    */
   prefetch?: number;
 }
@@ -43,7 +43,7 @@ const LOW_WATER = 0.1;
 const MAX_DUE_WAKES = 1_000;
 /** A wake-up comes this much after the due time, for clocks that differ a little. */
 const DUE_WAKE_MARGIN_MS = 5;
-/** A claim sent ahead is planned as if the worker's buffer had been started. */
+/** A claim sent ahead is planned as if the worker's buffer had already run. */
 const NOTHING_BUFFERED: ReadonlyMap<string, number> = new Map();
 /** setTimeout's longest delay; a later wake-up is re-armed when this one fires. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -81,7 +81,7 @@ export class Worker implements LeaseHolder, CompletionListener {
   /** The last claim found less than it asked for: wait for a notification or the poll. */
   private queueLooksEmpty = false;
   /** A claim sent before the batch it follows runs (sendClaimAhead), awaited in the loop's next round. */
-  private claimAhead: { request: ClaimRequest; claimed: Promise<ClaimedJob[]> } | null = null;
+  private claimAhead: { request: ClaimRequest; claimed: Promise<ClaimedJob[]>; nudgesAtSend: number } | null = null;
   /** Counts notifications, so one that arrives during a claim is not lost. */
   private nudges = 0;
   /** Set while the loop waits for the database: slow or away is not stuck (liveness). */
@@ -280,38 +280,42 @@ export class Worker implements LeaseHolder, CompletionListener {
   }
 
   private async claimLoop(): Promise<void> {
-    while (this.state === 'running') {
-      this.lastProgressAt = Date.now();
-      const ahead = this.claimAhead;
-      this.claimAhead = null;
-      const request = ahead ? ahead.request : this.wantsToClaim() ? this.planner.plan(this.load()) : null;
-      if (request) {
-        let claimed: ClaimedJob[];
-        const nudgesBefore = this.nudges;
-        try {
-          this.waitingOnDatabase = true;
-          claimed = await (ahead ? ahead.claimed : this.store.claim(request));
-        } catch (error) {
-          this.logger.warn(`Claiming jobs failed: ${(error as Error)?.message ?? error}; retrying.`);
-          await this.wake.wait(Math.min(CLAIM_ERROR_BACKOFF_MS, this.settings.pollIntervalMs));
-          continue;
-        } finally {
-          this.waitingOnDatabase = false;
+    try {
+      while (this.state === 'running') {
+        this.lastProgressAt = Date.now();
+        const ahead = this.claimAhead;
+        this.claimAhead = null;
+        const request = ahead ? ahead.request : this.wantsToClaim() ? this.planner.plan(this.load()) : null;
+        if (request) {
+          let claimed: ClaimedJob[];
+          // A notification after a claim was sent may be about jobs it missed.
+          const nudgesBefore = ahead ? ahead.nudgesAtSend : this.nudges;
+          try {
+            this.waitingOnDatabase = true;
+            claimed = await (ahead ? ahead.claimed : this.store.claim(request));
+          } catch (error) {
+            this.logger.warn(`Claiming jobs failed: ${(error as Error)?.message ?? error}; retrying.`);
+            await this.wake.wait(Math.min(CLAIM_ERROR_BACKOFF_MS, this.settings.pollIntervalMs));
+            continue;
+          } finally {
+            this.waitingOnDatabase = false;
+          }
+          // Nothing is left to run now that the claim is back: jobs run faster than claims come back.
+          const ranDry = this.buffer.length === 0 && this.running < this.settings.concurrency;
+          this.bufferClaimed(claimed);
+          const asked = Math.min(request.limit, request.perType.reduce((sum, t) => sum + t.limit, 0));
+          this.queueLooksEmpty = claimed.length < asked && this.nudges === nudgesBefore;
+          if (ranDry && claimed.length >= asked) await this.sendClaimAhead();
+          this.pump();
+          // A full batch suggests more is waiting: go round again at once.
+          if (!this.queueLooksEmpty) continue;
         }
-        // Nothing was left to run while this claim was out: jobs run faster than claims come back.
-        const ranDry = this.buffer.length === 0 && this.running < this.settings.concurrency;
-        this.bufferClaimed(claimed);
-        const asked = Math.min(request.limit, request.perType.reduce((sum, t) => sum + t.limit, 0));
-        this.queueLooksEmpty = claimed.length < asked && this.nudges === nudgesBefore;
-        if (ranDry && !this.queueLooksEmpty) await this.sendClaimAhead(request);
-        this.pump();
-        // A full batch suggests more is waiting: go round again at once.
-        if (!this.queueLooksEmpty) continue;
+        if (this.state !== 'running') break;
+        await this.wake.wait(this.settings.pollIntervalMs);
       }
-      if (this.state !== 'running') break;
-      await this.wake.wait(this.settings.pollIntervalMs);
+    } finally {
+      await this.settleClaimAhead();
     }
-    await this.settleClaimAhead();
   }
 
   /** Claimed jobs join the buffer, in claim order. */
@@ -326,23 +330,25 @@ export class Worker implements LeaseHolder, CompletionListener {
   }
 
   /**
-   * Sends the next claim before the batch that just came in runs. Only called when the worker ran
-   * dry waiting for that batch (a backlog of jobs that run faster than a claim's round trip): the
-   * database then works on the next claim while the worker runs this batch, where it used to sit
-   * idle through it. It is planned as if this batch had started, so the worker holds at most one
-   * more batch of its current prefetch (about 100 ms of work). Not with prefetch off, not for
-   * flow-controlled claims (they queue on their types' row locks), nor while outcomes fall behind.
+   * Sends the next claim before the batch that just came in runs. Only called when a full batch
+   * came back to a worker that had nothing left to run (a backlog of jobs that run faster than a
+   * claim's round trip): the database then works on the next claim while the worker runs this
+   * batch, where it used to sit idle through it. The claim is planned as if this batch had already
+   * run, so it adds one more batch (up to the current prefetch plus concurrency) to what the worker
+   * holds. Only once the buffer has grown past `concurrency` (the rate meter has seen jobs shorter
+   * than 100 ms on average): an idle worker meeting a burst of slow jobs does not claim ahead.
+   * Not while outcomes fall behind, nor with prefetch off (as in every worker with flow control).
    */
-  private async sendClaimAhead(previous: ClaimRequest): Promise<void> {
-    if (this.state !== 'running' || this.prefetch === 0 || previous.flowControl || this.recording >= this.recordingLimit) return;
+  private async sendClaimAhead(): Promise<void> {
+    if (this.state !== 'running' || this.currentPrefetch() <= this.settings.concurrency || this.recording >= this.recordingLimit) return;
     const request = this.planner.plan({ ...this.load(), buffered: 0, bufferedByType: NOTHING_BUFFERED });
     if (!request) return;
     const claimed = this.store.claim(request);
     // Awaited in the loop's next round (or as it ends); until then a failure must not count as unhandled.
     claimed.catch(() => undefined);
-    this.claimAhead = { request, claimed };
-    // The pool hands out a connection a tick later, and the batch runs synchronously when its jobs
-    // are short: let the statement reach the socket first, or it would go out after the batch.
+    this.claimAhead = { request, claimed, nudgesAtSend: this.nudges };
+    // node-postgres's pool hands out a connection a tick later, and a batch of short jobs runs
+    // synchronously: let the statement reach the socket first, or it would go out after the batch.
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
 
@@ -353,8 +359,9 @@ export class Worker implements LeaseHolder, CompletionListener {
     this.claimAhead = null;
     try {
       this.bufferClaimed(await ahead.claimed);
-    } catch {
-      // The claim failed, so it claimed nothing.
+    } catch (error) {
+      // A failed claim claimed nothing.
+      this.logger.warn(`Claiming jobs failed: ${(error as Error)?.message ?? error}.`);
     }
   }
 

@@ -4,10 +4,11 @@ import type { JobStore } from '../persistence/job.store.js';
 
 /**
  * Rows per statement, so one pass never holds very many row locks at once; enough that a killed
- * worker's jobs at default settings (its concurrency plus the prefetch ceiling of 1,000) come back
- * in one pass rather than one more per 500.
+ * worker's jobs at default settings (its running jobs, its buffer and a claim it sent ahead, each
+ * up to the prefetch ceiling of 1,000 plus its concurrency, and outcomes not yet written) mostly
+ * come back in one pass.
  */
-const REAP_BATCH = 2_000;
+const REAP_BATCH = 4_000;
 
 /**
  * Takes back jobs whose worker stopped renewing its lease (crashed, killed, stalled): back to

@@ -32,7 +32,8 @@ export interface JobQueueOptions {
    * handles a type with a rate limit, global concurrency or circuit breaker, whose starts must
    * follow the claim at once. The buffer adapts to about 100 ms of work at the recent rate, so
    * slow jobs are not hoarded; this is its ceiling. While a backlog of jobs that run faster than a
-   * claim's round trip is worked, one more such batch is claimed ahead. @default 1000
+   * claim's round trip is worked, one more claim of that many plus `concurrency` may be on its
+   * way. @default 1000
    */
   prefetch?: number;
   /** Longest idle wait between claims; notifications wake workers sooner. @default 1000 */
