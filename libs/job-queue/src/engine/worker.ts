@@ -335,8 +335,9 @@ export class Worker implements LeaseHolder, CompletionListener {
    * claim's round trip): the database then works on the next claim while the worker runs this
    * batch, where it used to sit idle through it. The claim is planned as if this batch had already
    * run, so it adds one more batch (up to the current prefetch plus concurrency) to what the worker
-   * holds. Only once the buffer has grown past `concurrency` (the rate meter has seen jobs shorter
-   * than 100 ms on average): an idle worker meeting a burst of slow jobs does not claim ahead.
+   * holds. Only once the buffer's target has grown past `concurrency` (the rate meter has seen jobs
+   * shorter than 100 ms on average): an idle worker meeting a burst of slow jobs does not claim
+   * ahead. One claim is out at a time: this one is sent only after the last came back.
    * Not while outcomes fall behind, nor with prefetch off (as in every worker with flow control).
    */
   private async sendClaimAhead(): Promise<void> {
