@@ -37,7 +37,10 @@ import { WorkerHost } from './worker/worker.host.js';
     {
       provide: JOB_STORE,
       useFactory: (connection: JobQueueConnection, options: ResolvedJobQueueOptions) =>
-        new PostgresJobStore(connection.dataSource, options.schema, options.listen),
+        new PostgresJobStore(connection.dataSource, options.schema, {
+          prepare: options.listen,
+          synchronousClaims: options.synchronousClaims,
+        }),
       inject: [JobQueueConnection, JOB_QUEUE_OPTIONS],
     },
     HealthIndicatorService,

@@ -54,6 +54,15 @@ export interface JobQueueOptions {
   deadLetterAlertThreshold?: number;
   /** Use LISTEN/NOTIFY for wake-ups; `false` for poolers in transaction mode. @default true */
   listen?: boolean;
+  /**
+   * Claims wait for their WAL flush (and for synchronous standbys) like every other write.
+   * By default a claim commits without waiting (`synchronous_commit` off for the claim alone),
+   * which takes a flush off every job's pickup. Completions, effects and enqueues always wait,
+   * and each flushes the claims before it; a server crash or failover can only undo a claim of
+   * its last moments, whose job then waits again with its attempt uncounted and runs again, as
+   * after a worker crash. Set `true` to keep even those claims. @default false
+   */
+  synchronousClaims?: boolean;
   /** How often the maintenance leader reclaims expired leases and prunes old jobs. @default 1000 */
   maintenanceIntervalMs?: number;
   /**
@@ -88,6 +97,7 @@ export interface ResolvedJobQueueOptions {
   readonly retry: Readonly<Required<RetryOptions>>;
   readonly deadLetterAlertThreshold: number;
   readonly listen: boolean;
+  readonly synchronousClaims: boolean;
   readonly maintenanceIntervalMs: number;
   readonly retention: Readonly<Required<RetentionOptions>>;
 }

@@ -47,6 +47,7 @@ describe('resolveJobQueueOptions', () => {
       },
       deadLetterAlertThreshold: defaults.DEFAULT_DEAD_LETTER_ALERT_THRESHOLD,
       listen: true,
+      synchronousClaims: false,
       maintenanceIntervalMs: defaults.DEFAULT_MAINTENANCE_INTERVAL_MS,
       prefetch: defaults.DEFAULT_PREFETCH,
       retention: { completedMs: defaults.DEFAULT_RETENTION_COMPLETED_MS, deadMs: defaults.DEFAULT_RETENTION_DEAD_MS },
@@ -92,6 +93,7 @@ describe('resolveJobQueueOptions', () => {
       retry: { maxAttempts: 2, baseDelayMs: 0, maxDelayMs: 0 },
       deadLetterAlertThreshold: 7,
       listen: false,
+      synchronousClaims: true,
       maintenanceIntervalMs: 10,
     });
     expect(resolved).toMatchObject({
@@ -109,6 +111,7 @@ describe('resolveJobQueueOptions', () => {
       retry: { maxAttempts: 2, baseDelayMs: 0, maxDelayMs: 0 },
       deadLetterAlertThreshold: 7,
       listen: false,
+      synchronousClaims: true,
       maintenanceIntervalMs: 10,
     });
   });
@@ -194,6 +197,7 @@ describe('resolveJobQueueOptions', () => {
       ["runWorker 'yes'", { runWorker: 'yes' }, 'runWorker'],
       ['autoMigrate 1', { autoMigrate: 1 }, 'autoMigrate'],
       ["listen 'false'", { listen: 'false' }, 'listen'],
+      ['synchronousClaims 1', { synchronousClaims: 1 }, 'synchronousClaims'],
       ['retry.maxAttempts 0', { retry: { maxAttempts: 0 } }, 'retry.maxAttempts'],
       ['retry.baseDelayMs -1', { retry: { baseDelayMs: -1 } }, 'retry.baseDelayMs'],
       ['retry.maxDelayMs below retry.baseDelayMs', { retry: { baseDelayMs: 5_000, maxDelayMs: 1_000 } }, 'retry.maxDelayMs'],

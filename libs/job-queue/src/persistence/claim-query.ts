@@ -35,6 +35,16 @@ export function turnedAway(rows: readonly unknown[][]): boolean {
  * the locked row version, so a job is claimed once; the MATERIALIZED CTE fences the LIMITs from
  * the planner. A job with an ordering key is claimable only while it is the oldest unfinished job
  * of its key. A job without its own maxAttempts takes the claiming handler's.
+ *
+ * Unless `synchronousCommit`, a claim commits without waiting for its WAL flush
+ * (`synchronous_commit` off for the claim's own transaction; the connection keeps its setting).
+ * Every later synchronous commit on the server flushes the WAL before its own commit record, the
+ * claim's included: the job's completion, a `once` effect, a transactional handler's commit. So
+ * nothing durable ever rests on a claim that is not. What a server crash can undo is a claim of
+ * the last moments (at most three `wal_writer_delay`s, and only until any synchronous commit):
+ * its job is then waiting again, its attempt not counted, and the worker's lease token matches no
+ * row, so that worker can neither renew nor complete it. The job runs again, as after a worker
+ * crash.
  */
 export class ClaimQuery {
   /** The claim for workers without flow control: each type's free capacity, in priority order. */
@@ -52,7 +62,7 @@ export class ClaimQuery {
   private readonly oneTypeText: (cap: number, smallTable: boolean) => string;
   private readonly oneTypeByCap = new Map<string, string>();
 
-  constructor(schema: string) {
+  constructor(schema: string, synchronousCommit = false) {
     const jobs = `"${schema}".jobs`;
     const types = `"${schema}".job_types`;
     const starts = `"${schema}".job_starts`;
@@ -115,6 +125,11 @@ export class ClaimQuery {
         RETURNING j.id, j.type, j.payload, j.attempts, j.max_attempts, j.idempotency_key, j.priority, j.run_at`;
     const manyClaimed = markClaimed('$4', '$5', 'w.max_attempts', '$7', 'FROM wanted w WHERE j.ctid = ANY (ARRAY(SELECT ctid FROM picked)) AND w.type = j.type');
     /**
+     * An uncorrelated subquery runs once, as an InitPlan, whether the claim takes any job or not;
+     * the setting lasts until the claim's transaction ends (see the class comment).
+     */
+    const commitMode = synchronousCommit ? '' : `WHERE (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL`;
+    /**
      * Claimed rows in claim order; the store reads the columns by position, in this order. The
      * lease token is the claim's own parameter, the same for every row: the store fills it in
      * rather than have it formatted, sent and parsed once per row. So does the type, in the
@@ -123,7 +138,8 @@ export class ClaimQuery {
     const claimedInOrder = (type = 'type') => `
       SELECT id::text AS id, ${type} AS type, payload, attempts AS attempt, max_attempts AS "maxAttempts",
              idempotency_key AS "idempotencyKey"
-      FROM claimed ORDER BY priority DESC, run_at, claimed.id`;
+      FROM claimed ${commitMode}
+      ORDER BY priority DESC, run_at, claimed.id`;
     const oneTypeClaimedInOrder = claimedInOrder('NULL::text');
 
     this.plainText = `

@@ -34,6 +34,13 @@ const MAX_ENQUEUE_ROUNDS = 3;
 /** completeMany's usual answer: every completion applied. */
 const NONE_MISSED: ReadonlySet<string> = new Set();
 
+export interface PostgresJobStoreSettings {
+  /** Named prepared statements on the hot path; off behind transaction-mode poolers. @default true */
+  prepare?: boolean;
+  /** Claims wait for their WAL flush like every other write (see ClaimQuery). @default false */
+  synchronousClaims?: boolean;
+}
+
 /** The JobStore on PostgreSQL: the statements of job.sql.ts over the DataSource's pg pool. */
 export class PostgresJobStore implements JobStore {
   private readonly sql: JobSql;
@@ -42,21 +49,24 @@ export class PostgresJobStore implements JobStore {
   private readonly claims: ClaimQuery;
   /** Only for named statements: an unnamed one is planned for each claim anyway. */
   private readonly oneTypePlans: OneTypeClaimPlans | null;
+  private readonly prepare: boolean;
 
   constructor(
     private readonly dataSource: DataSource,
     private readonly schema: string,
-    /** Named prepared statements on the hot path; off behind transaction-mode poolers. */
-    private readonly prepare = true,
+    private readonly settings: PostgresJobStoreSettings = {},
     private readonly pool: Pool = poolOf(dataSource),
-    private readonly executor: SqlExecutor = poolExecutor(pool, prepare),
+    private readonly executor: SqlExecutor = poolExecutor(pool, settings.prepare ?? true),
   ) {
+    this.prepare = settings.prepare ?? true;
     this.sql = jobSql(schema);
-    this.claims = new ClaimQuery(schema);
+    this.claims = new ClaimQuery(schema, settings.synchronousClaims ?? false);
     // Statement names are per connection and must stay under PostgreSQL's 63-byte identifiers.
-    const tag = createHash('sha1').update(schema).digest('hex').slice(0, 8);
+    // The tag covers what shapes the texts, so stores set up differently never share a name.
+    const shape = settings.synchronousClaims ? `${schema}:synchronous claims` : schema;
+    const tag = createHash('sha1').update(shape).digest('hex').slice(0, 8);
     this.named = (statement) => `ajq_${tag}_${statement}`;
-    this.oneTypePlans = prepare
+    this.oneTypePlans = this.prepare
       ? new OneTypeClaimPlans(async () => (await this.executor.query<JobsTableSize>(this.sql.jobsTableSize)).rows[0])
       : null;
   }
@@ -305,7 +315,7 @@ export class PostgresJobStore implements JobStore {
     return this.inTransaction(async (client) => {
       const { rows } = await client.query<{ acquired: boolean }>(this.sql.tryMaintenanceLock);
       if (!rows[0]?.acquired) return null;
-      return work(new PostgresJobStore(this.dataSource, this.schema, this.prepare, this.pool, poolExecutor(client, this.prepare)));
+      return work(new PostgresJobStore(this.dataSource, this.schema, this.settings, this.pool, poolExecutor(client, this.prepare)));
     });
   }
 
