@@ -77,7 +77,8 @@ const USAGE = `Usage: npm run bench -- [--compare] [--quick] [--only <scenario>[
   --compare  also run the reference SKIP LOCKED queue, graphile-worker and pg-boss; print ratios to the reference
   --quick    smaller sizes, for a smoke run
   --only     run only these scenarios: ${SCENARIO_NAMES.join(', ')}
-  --systems  run only these systems (implies --compare): auto-job-queue, reference, graphile-worker, pg-boss
+  --systems  run only these systems (implies --compare): auto-job-queue, reference, graphile-worker, pg-boss,
+             and ajq-async-claims (auto-job-queue with synchronousClaims: false)
 Environment: DATABASE_URL (else an embedded PostgreSQL); BENCH_TRACE_SQL=1 prints each worker process's statements per job;
   BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each worker process there; BENCH_WORKER_NODE_ARGS="<flags>" passes Node/V8
   flags to each worker process (for example --trace-opt, which NODE_OPTIONS does not allow).

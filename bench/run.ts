@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import os from 'node:os';
 import { startLocalPostgres } from '../tools/local-postgres.js';
-import { ADAPTER_ORDER, adapterNamed } from './adapters/index.js';
+import { ADAPTER_ORDER, COMPARED, adapterNamed } from './adapters/index.js';
 import type { AdapterName, AdapterSettings, QueueAdapter } from './adapters/queue-adapter.js';
 import { type BenchOptions, parseBenchOptions } from './cli-options.js';
 import { describeMachine } from './machine.js';
@@ -21,7 +21,7 @@ async function main(): Promise<number> {
   let adapters: QueueAdapter[];
   try {
     options = parseBenchOptions(process.argv.slice(2));
-    adapters = [...new Set(options.systems ?? (options.compare ? ADAPTER_ORDER : ['auto-job-queue']))]
+    adapters = [...new Set(options.systems ?? (options.compare ? COMPARED : ['auto-job-queue']))]
       .map(adapterNamed)
       .sort((a, b) => ADAPTER_ORDER.indexOf(a.name) - ADAPTER_ORDER.indexOf(b.name));
   } catch (error) {

@@ -15,17 +15,21 @@ class CommitHandlers {
     return 'ran';
   }
 
-  @JobHandler('commit.worker.sync')
-  synchronous(): string {
+  @JobHandler('commit.worker.unflushed')
+  unflushed(): string {
     return 'ran';
   }
 }
 
+const WAITING: PostgresJobStoreSettings = { prepare: true, synchronousClaims: true };
+const UNFLUSHED: PostgresJobStoreSettings = { prepare: true, synchronousClaims: false };
+
 /**
  * How each write commits, read at commit time: a deferred constraint trigger on the jobs table
  * runs inside COMMIT, before the commit record is written, and logs the `synchronous_commit` that
- * commit uses. Claims commit without waiting for their WAL flush (unless `synchronousClaims`);
- * everything else, and whatever runs next on the same connection, waits.
+ * commit uses. Claims wait for their WAL flush unless `synchronousClaims` is off; then the claims
+ * without flow control do not, and everything else (flow-control claims, completions, and
+ * whatever runs next on the same connection) still does.
  */
 describe('claim commits', () => {
   let db: TestDatabase;
@@ -77,10 +81,18 @@ describe('claim commits', () => {
     return rows.map((row) => row.mode);
   }
 
-  it('commits a one-type claim without waiting for the flush, and nothing after it', async () => {
-    const store = new PostgresJobStore(dataSource, 'job_queue');
-    const [job] = await api.producer.enqueueMany([{ type: 'commit.one', payload: {} }]);
-    const [claimed] = await store.claim(request([oneOf('commit.one')]));
+  it('waits for the flush by default, in every form of claim', async () => {
+    await new PostgresJobStore(dataSource, 'job_queue').registerTypes(['commit.limited']);
+    expect(await claimModes(WAITING, [oneOf('commit.one')])).toEqual(['on']);
+    expect(await claimModes(WAITING, [oneOf('commit.a'), oneOf('commit.b')])).toEqual(['on', 'on']);
+    expect(await claimModes(WAITING, [oneOf('commit.flow')], true)).toEqual(['on']);
+    expect(await claimModes(WAITING, [oneOf('commit.limited', { rateMax: 10, rateWindowMs: 1_000 })], true)).toEqual(['on']);
+  });
+
+  it('without synchronousClaims, commits a claim without waiting, and nothing after it', async () => {
+    const store = new PostgresJobStore(dataSource, 'job_queue', UNFLUSHED);
+    const [job] = await api.producer.enqueueMany([{ type: 'commit.unflushed', payload: {} }]);
+    const [claimed] = await store.claim(request([oneOf('commit.unflushed')]));
     expect(claimed.id).toBe(job.id);
     // The same (only) connection: the claim's setting ended with its transaction.
     const [{ synchronous_commit: after }] = await dataSource.query('SHOW synchronous_commit');
@@ -93,18 +105,21 @@ describe('claim commits', () => {
     ]);
   });
 
-  it('commits every form of claim without waiting: several types, flow control, and rate-limited types under their lock', async () => {
-    await new PostgresJobStore(dataSource, 'job_queue').registerTypes(['commit.limited']);
-    expect(await claimModes({}, [oneOf('commit.a'), oneOf('commit.b')])).toEqual(['off', 'off']);
-    expect(await claimModes({}, [oneOf('commit.flow')], true)).toEqual(['off']);
-    expect(await claimModes({}, [oneOf('commit.limited', { rateMax: 10, rateWindowMs: 1_000 })], true)).toEqual(['off']);
+  it('without synchronousClaims, leaves out the flush in claims of several types and in unprepared claims, but never under flow control', async () => {
+    expect(await claimModes(UNFLUSHED, [oneOf('commit.u.a'), oneOf('commit.u.b')])).toEqual(['off', 'off']);
+    expect(await claimModes({ prepare: false, synchronousClaims: false }, [oneOf('commit.u.unprepared')])).toEqual(['off']);
+    expect(await claimModes(UNFLUSHED, [oneOf('commit.u.flow')], true)).toEqual(['on']);
+    expect(await claimModes(UNFLUSHED, [oneOf('commit.limited', { rateMax: 10, rateWindowMs: 1_000 })], true)).toEqual(['on']);
   });
 
-  it('waits for the flush with synchronousClaims', async () => {
-    const settings = { synchronousClaims: true };
-    expect(await claimModes(settings, [oneOf('commit.sync')])).toEqual(['on']);
-    expect(await claimModes(settings, [oneOf('commit.sync.a'), oneOf('commit.sync.b')])).toEqual(['on', 'on']);
-    expect(await claimModes(settings, [oneOf('commit.sync.flow')], true)).toEqual(['on']);
+  it('without synchronousClaims, leaves out the flush in the one-type claim for a large table too', async () => {
+    await db.query(`
+      INSERT INTO job_queue.jobs (type, payload, max_attempts, status, attempts, completed_at)
+      SELECT 'commit.history', '{}'::jsonb, 3, 'completed', 1, now() FROM generate_series(1, 4500)`);
+    expect(await claimModes(UNFLUSHED, [oneOf('commit.u.large')])).toEqual(['off']);
+    const names: Array<{ name: string }> = await dataSource.query(`SELECT name FROM pg_prepared_statements`);
+    // The large form's name: claimOneType_<cap>_<generation> (the guarded one is claimOneTypeSmall_<cap>).
+    expect(names.some(({ name }) => /_claimOneType_\d+_\d+$/.test(name))).toBe(true);
   });
 
   it("follows the module's synchronousClaims in a running worker", async () => {
@@ -113,16 +128,13 @@ describe('claim commits', () => {
       try {
         const { id } = await worker.producer.enqueue(type, {});
         await waitFor(async () => (await worker.admin.getJob(id))?.status === 'completed', { message: `job ${id} completed` });
-        const rows = await db.query<{ status: string; mode: string }>(
-          `SELECT status, mode FROM commit_log WHERE job_id = $1 ORDER BY seq`,
-          [id],
-        );
+        const rows = await db.query<{ status: string; mode: string }>(`SELECT status, mode FROM commit_log WHERE job_id = $1 ORDER BY seq`, [id]);
         return rows.map((row) => `${row.status} ${row.mode}`);
       } finally {
         await worker.close();
       }
     };
-    expect(await modesOf('commit.worker.default')).toEqual(['processing off', 'completed on']);
-    expect(await modesOf('commit.worker.sync', true)).toEqual(['processing on', 'completed on']);
+    expect(await modesOf('commit.worker.default')).toEqual(['processing on', 'completed on']);
+    expect(await modesOf('commit.worker.unflushed', false)).toEqual(['processing off', 'completed on']);
   });
 });

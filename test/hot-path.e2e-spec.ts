@@ -21,7 +21,7 @@ describe('hot path statements', () => {
   let db: TestDatabase;
   let api: QueueApp;
   const sql = jobSql('job_queue');
-  const claims = new ClaimQuery('job_queue');
+  const claims = new ClaimQuery('job_queue', true);
   const NO_TOKEN = '00000000-0000-4000-8000-000000000000';
   type HeldJob = { id: string; leaseToken: string };
   /** A claim request: each type with its allowance; `limit` defaults to their sum. */

@@ -1,9 +1,9 @@
 import { NestFactory } from '@nestjs/core';
-import { JobProducer } from '../../src/index.js';
+import { JobProducer, type JobQueueOptions } from '../../src/index.js';
 import type { BenchDatabase } from '../bench-database.js';
 import { BenchQueueAppModule } from './auto-job-queue.app.js';
 import { expectOnlyStatus } from './finished-check.js';
-import { BENCH_JOB_TYPE, type AdapterSettings, type BenchProducer, type BenchWorker, type QueueAdapter } from './queue-adapter.js';
+import { BENCH_JOB_TYPE, type AdapterName, type AdapterSettings, type BenchProducer, type BenchWorker, type QueueAdapter } from './queue-adapter.js';
 
 /** Library defaults, printed so the report says what ran. */
 const POLL_INTERVAL_MS = 1_000;
@@ -12,73 +12,84 @@ const LEASE_MS = 30_000;
 const LOG_LEVELS: Array<'error' | 'warn'> = ['error', 'warn'];
 
 /** auto-job-queue through its public API only: JobQueueModule in a Nest application context. */
-export const autoJobQueueAdapter: QueueAdapter = {
-  name: 'auto-job-queue',
-  retainedRowsNote: "job_queue.jobs rows with status 'completed'",
+export const autoJobQueueAdapter = autoJobQueueWith('auto-job-queue', {});
 
-  settings(concurrency: number): AdapterSettings {
-    return {
-      concurrency,
-      pollIntervalMs: POLL_INTERVAL_MS,
-      leaseMs: LEASE_MS,
-      listen: true,
-      pool: 'TypeORM default (10)',
-      other: 'library defaults',
-    };
-  },
+/**
+ * The same with `synchronousClaims: false`, only when asked for by name (`--systems`): claims
+ * that do not wait for their WAL flush, the setting that trades crash cases for pickup latency.
+ */
+export const autoJobQueueAsyncClaimsAdapter = autoJobQueueWith('ajq-async-claims', { synchronousClaims: false });
 
-  async install(url) {
-    // autoMigrate (the default) creates the tables at boot.
-    const app = await NestFactory.createApplicationContext(BenchQueueAppModule.producer(url), { logger: LOG_LEVELS });
-    await app.close();
-  },
+function autoJobQueueWith(name: AdapterName, workerOptions: Pick<JobQueueOptions, 'synchronousClaims'>): QueueAdapter {
+  return {
+    name,
+    retainedRowsNote: "job_queue.jobs rows with status 'completed'",
 
-  async openProducer(url): Promise<BenchProducer> {
-    const app = await NestFactory.createApplicationContext(BenchQueueAppModule.producer(url), { logger: LOG_LEVELS });
-    const producer = app.get(JobProducer);
-    return {
-      async enqueueMany(seqs) {
-        await producer.enqueueMany(seqs.map((seq) => ({ type: BENCH_JOB_TYPE, payload: { seq } })));
-      },
-      async enqueue(seq) {
-        await producer.enqueue(BENCH_JOB_TYPE, { seq });
-      },
-      close: () => app.close(),
-    };
-  },
+    settings(concurrency: number): AdapterSettings {
+      return {
+        concurrency,
+        pollIntervalMs: POLL_INTERVAL_MS,
+        leaseMs: LEASE_MS,
+        listen: true,
+        pool: 'TypeORM default (10)',
+        ...workerOptions,
+        other: 'library defaults',
+      };
+    },
 
-  async hasUnfinished(db: BenchDatabase) {
-    const [row] = await db.query<{ any: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM job_queue.jobs WHERE type = $1 AND status IN ('pending', 'failed', 'processing')) AS any`,
-      [BENCH_JOB_TYPE],
-    );
-    return row.any;
-  },
+    async install(url) {
+      // autoMigrate (the default) creates the tables at boot.
+      const app = await NestFactory.createApplicationContext(BenchQueueAppModule.producer(url), { logger: LOG_LEVELS });
+      await app.close();
+    },
 
-  async checkFinished(db, expected, retained) {
-    const rows = await db.query<{ status: string; n: number }>(
-      `SELECT status, count(*)::int AS n FROM job_queue.jobs WHERE type = $1 GROUP BY status`,
-      [BENCH_JOB_TYPE],
-    );
-    return expectOnlyStatus(rows, 'completed', expected + retained);
-  },
+    async openProducer(url): Promise<BenchProducer> {
+      const app = await NestFactory.createApplicationContext(BenchQueueAppModule.producer(url), { logger: LOG_LEVELS });
+      const producer = app.get(JobProducer);
+      return {
+        async enqueueMany(seqs) {
+          await producer.enqueueMany(seqs.map((seq) => ({ type: BENCH_JOB_TYPE, payload: { seq } })));
+        },
+        async enqueue(seq) {
+          await producer.enqueue(BENCH_JOB_TYPE, { seq });
+        },
+        close: () => app.close(),
+      };
+    },
 
-  async retainFinished(db, count) {
-    await db.query(
-      `INSERT INTO job_queue.jobs (type, payload, status, attempts, max_attempts, worker_id, result,
-                                   run_at, created_at, claimed_at, completed_at)
-       SELECT $1, jsonb_build_object('retained', g), 'completed', 1, 5, 'retained', 'null'::jsonb, t, t, t, t
-       FROM generate_series(1, $2::int) AS g, LATERAL (SELECT now() - (g % 3600) * interval '1 second' AS t) AS at`,
-      [BENCH_JOB_TYPE, count],
-    );
-    await db.query(`VACUUM ANALYZE job_queue.jobs`);
-  },
+    async hasUnfinished(db: BenchDatabase) {
+      const [row] = await db.query<{ any: boolean }>(
+        `SELECT EXISTS (SELECT 1 FROM job_queue.jobs WHERE type = $1 AND status IN ('pending', 'failed', 'processing')) AS any`,
+        [BENCH_JOB_TYPE],
+      );
+      return row.any;
+    },
 
-  async startWorker(url, concurrency, onJob): Promise<BenchWorker> {
-    const app = await NestFactory.createApplicationContext(
-      BenchQueueAppModule.worker({ concurrency, pollIntervalMs: POLL_INTERVAL_MS, leaseMs: LEASE_MS }, url, onJob),
-      { logger: LOG_LEVELS },
-    );
-    return { stop: () => app.close() };
-  },
-};
+    async checkFinished(db, expected, retained) {
+      const rows = await db.query<{ status: string; n: number }>(
+        `SELECT status, count(*)::int AS n FROM job_queue.jobs WHERE type = $1 GROUP BY status`,
+        [BENCH_JOB_TYPE],
+      );
+      return expectOnlyStatus(rows, 'completed', expected + retained);
+    },
+
+    async retainFinished(db, count) {
+      await db.query(
+        `INSERT INTO job_queue.jobs (type, payload, status, attempts, max_attempts, worker_id, result,
+                                     run_at, created_at, claimed_at, completed_at)
+         SELECT $1, jsonb_build_object('retained', g), 'completed', 1, 5, 'retained', 'null'::jsonb, t, t, t, t
+         FROM generate_series(1, $2::int) AS g, LATERAL (SELECT now() - (g % 3600) * interval '1 second' AS t) AS at`,
+        [BENCH_JOB_TYPE, count],
+      );
+      await db.query(`VACUUM ANALYZE job_queue.jobs`);
+    },
+
+    async startWorker(url, concurrency, onJob): Promise<BenchWorker> {
+      const app = await NestFactory.createApplicationContext(
+        BenchQueueAppModule.worker({ ...workerOptions, concurrency, pollIntervalMs: POLL_INTERVAL_MS, leaseMs: LEASE_MS }, url, onJob),
+        { logger: LOG_LEVELS },
+      );
+      return { stop: () => app.close() };
+    },
+  };
+}

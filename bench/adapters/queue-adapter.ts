@@ -1,7 +1,7 @@
 import type { BenchDatabase } from '../bench-database.js';
 
-/** The four systems the benchmark can drive. */
-export type AdapterName = 'auto-job-queue' | 'reference' | 'graphile-worker' | 'pg-boss';
+/** The systems the benchmark can drive: four, and auto-job-queue with claims that skip the flush. */
+export type AdapterName = 'auto-job-queue' | 'ajq-async-claims' | 'reference' | 'graphile-worker' | 'pg-boss';
 
 /** Settings printed with the results, so a reader can reproduce each system's configuration. */
 export type AdapterSettings = Record<string, string | number | boolean>;

@@ -55,12 +55,12 @@ export interface JobQueueOptions {
   /** Use LISTEN/NOTIFY for wake-ups; `false` for poolers in transaction mode. @default true */
   listen?: boolean;
   /**
-   * Claims wait for their WAL flush (and for synchronous standbys) like every other write.
-   * By default a claim commits without waiting (`synchronous_commit` off for the claim alone),
-   * which takes a flush off every job's pickup. Completions, effects and enqueues always wait,
-   * and each flushes the claims before it; a server crash or failover can only undo a claim of
-   * its last moments, whose job then waits again with its attempt uncounted and runs again, as
-   * after a worker crash. Set `true` to keep even those claims. @default false
+   * Claims wait for their WAL flush (and synchronous standbys) like every other write. `false`
+   * takes that flush off each job's pickup: a claim without flow control then commits with
+   * `synchronous_commit` off for its own transaction. The price is paid only when PostgreSQL
+   * crashes or fails over: a claim of its last moments is undone, so its job waits again with
+   * that attempt not counted, and may start elsewhere while the first run goes on until its next
+   * successful lease renewal (README: Leases and crashed workers). @default true
    */
   synchronousClaims?: boolean;
   /** How often the maintenance leader reclaims expired leases and prunes old jobs. @default 1000 */

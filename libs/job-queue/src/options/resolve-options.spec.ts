@@ -47,7 +47,7 @@ describe('resolveJobQueueOptions', () => {
       },
       deadLetterAlertThreshold: defaults.DEFAULT_DEAD_LETTER_ALERT_THRESHOLD,
       listen: true,
-      synchronousClaims: false,
+      synchronousClaims: true,
       maintenanceIntervalMs: defaults.DEFAULT_MAINTENANCE_INTERVAL_MS,
       prefetch: defaults.DEFAULT_PREFETCH,
       retention: { completedMs: defaults.DEFAULT_RETENTION_COMPLETED_MS, deadMs: defaults.DEFAULT_RETENTION_DEAD_MS },
@@ -65,6 +65,7 @@ describe('resolveJobQueueOptions', () => {
       DEFAULT_BASE_DELAY_MS: 1_000,
       DEFAULT_MAX_DELAY_MS: 3_600_000,
       DEFAULT_DEAD_LETTER_ALERT_THRESHOLD: 1,
+      DEFAULT_SYNCHRONOUS_CLAIMS: true,
     });
   });
 
@@ -93,7 +94,7 @@ describe('resolveJobQueueOptions', () => {
       retry: { maxAttempts: 2, baseDelayMs: 0, maxDelayMs: 0 },
       deadLetterAlertThreshold: 7,
       listen: false,
-      synchronousClaims: true,
+      synchronousClaims: false,
       maintenanceIntervalMs: 10,
     });
     expect(resolved).toMatchObject({
@@ -111,7 +112,7 @@ describe('resolveJobQueueOptions', () => {
       retry: { maxAttempts: 2, baseDelayMs: 0, maxDelayMs: 0 },
       deadLetterAlertThreshold: 7,
       listen: false,
-      synchronousClaims: true,
+      synchronousClaims: false,
       maintenanceIntervalMs: 10,
     });
   });

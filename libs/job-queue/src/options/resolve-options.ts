@@ -65,7 +65,7 @@ export function resolveJobQueueOptions(options: JobQueueOptions): ResolvedJobQue
       options.deadLetterAlertThreshold ?? defaults.DEFAULT_DEAD_LETTER_ALERT_THRESHOLD,
     ),
     listen: boolOption('listen', options.listen, true),
-    synchronousClaims: boolOption('synchronousClaims', options.synchronousClaims, false),
+    synchronousClaims: boolOption('synchronousClaims', options.synchronousClaims, defaults.DEFAULT_SYNCHRONOUS_CLAIMS),
     retention: Object.freeze({
       completedMs: positiveInteger(
         'retention.completedMs',

@@ -36,15 +36,14 @@ export function turnedAway(rows: readonly unknown[][]): boolean {
  * the planner. A job with an ordering key is claimable only while it is the oldest unfinished job
  * of its key. A job without its own maxAttempts takes the claiming handler's.
  *
- * Unless `synchronousCommit`, a claim commits without waiting for its WAL flush
- * (`synchronous_commit` off for the claim's own transaction; the connection keeps its setting).
- * Every later synchronous commit on the server flushes the WAL before its own commit record, the
- * claim's included: the job's completion, a `once` effect, a transactional handler's commit. So
- * nothing durable ever rests on a claim that is not. What a server crash can undo is a claim of
- * the last moments (at most three `wal_writer_delay`s, and only until any synchronous commit):
- * its job is then waiting again, its attempt not counted, and the worker's lease token matches no
- * row, so that worker can neither renew nor complete it. The job runs again, as after a worker
- * crash.
+ * Without `synchronousClaims`, the claims without flow control commit without waiting for their
+ * WAL flush (`synchronous_commit` off for the claim's own transaction; the connection keeps its
+ * setting). Every later synchronous commit on the server flushes the WAL up to its own commit
+ * record, the claim's included (the job's completion, a `once` record, a transactional handler's
+ * commit), so nothing durable rests on a claim that is not. A crash can undo a claim of its last
+ * moments; its lease token then matches no row, so the worker that took it can neither renew nor
+ * complete the job. The flow-control claim always waits: its start records and running count are
+ * what keep a type's limits across workers, and must not be undone under a job that runs on.
  */
 export class ClaimQuery {
   /** The claim for workers without flow control: each type's free capacity, in priority order. */
@@ -55,14 +54,14 @@ export class ClaimQuery {
    * under the row lock), its rate limit (starts in the window, a start not yet made counting as
    * one in every window until it is) and its global concurrency (running
    * jobs); callers hold the type's job_types row lock for the last two (claimLimitedLock), so those
-   * counts are exact.
+   * counts are exact. It always waits for its WAL flush (see the class comment).
    */
   readonly flowText: string;
 
   private readonly oneTypeText: (cap: number, smallTable: boolean) => string;
   private readonly oneTypeByCap = new Map<string, string>();
 
-  constructor(schema: string, synchronousCommit = false) {
+  constructor(schema: string, synchronousClaims: boolean) {
     const jobs = `"${schema}".jobs`;
     const types = `"${schema}".job_types`;
     const starts = `"${schema}".job_starts`;
@@ -128,19 +127,19 @@ export class ClaimQuery {
      * An uncorrelated subquery runs once, as an InitPlan, whether the claim takes any job or not;
      * the setting lasts until the claim's transaction ends (see the class comment).
      */
-    const commitMode = synchronousCommit ? '' : `WHERE (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL`;
+    const commitMode = synchronousClaims ? '' : `WHERE (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL`;
     /**
      * Claimed rows in claim order; the store reads the columns by position, in this order. The
      * lease token is the claim's own parameter, the same for every row: the store fills it in
      * rather than have it formatted, sent and parsed once per row. So does the type, in the
      * one-type claims (`type` NULL): it is the claim's parameter too.
      */
-    const claimedInOrder = (type = 'type') => `
+    const claimedInOrder = (type: string, commit: string) => `
       SELECT id::text AS id, ${type} AS type, payload, attempts AS attempt, max_attempts AS "maxAttempts",
              idempotency_key AS "idempotencyKey"
-      FROM claimed ${commitMode}
+      FROM claimed ${commit}
       ORDER BY priority DESC, run_at, claimed.id`;
-    const oneTypeClaimedInOrder = claimedInOrder('NULL::text');
+    const oneTypeClaimedInOrder = claimedInOrder('NULL::text', commitMode);
 
     this.plainText = `
       WITH wanted AS (
@@ -150,7 +149,7 @@ export class ClaimQuery {
       ), claimed AS (
         ${manyClaimed}
       )
-      ${claimedInOrder()}`;
+      ${claimedInOrder('type', commitMode)}`;
 
     /**
      * The small-table form claims nothing once the table has LARGE_TABLE_PAGES pages or more: its
@@ -217,7 +216,7 @@ export class ClaimQuery {
         FROM claimed JOIN wanted w ON w.type = claimed.type
         WHERE w.rate_max IS NOT NULL
       )
-      ${claimedInOrder()}`;
+      ${claimedInOrder('type', '')}`;
   }
 
   /**

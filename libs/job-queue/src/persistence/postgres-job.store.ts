@@ -18,6 +18,7 @@ import type {
   RenewalResult,
   RetentionWalk,
 } from './job.store.js';
+import { DEFAULT_SYNCHRONOUS_CLAIMS } from '../options/defaults.js';
 import { ClaimQuery, turnedAway } from './claim-query.js';
 import { OneTypeClaimPlans, type JobsTableSize, type OneTypeClaimPlan } from './one-type-claim-plans.js';
 import { jobSql, type JobSql } from './job.sql.js';
@@ -35,11 +36,17 @@ const MAX_ENQUEUE_ROUNDS = 3;
 const NONE_MISSED: ReadonlySet<string> = new Set();
 
 export interface PostgresJobStoreSettings {
-  /** Named prepared statements on the hot path; off behind transaction-mode poolers. @default true */
-  prepare?: boolean;
-  /** Claims wait for their WAL flush like every other write (see ClaimQuery). @default false */
-  synchronousClaims?: boolean;
+  /** Named prepared statements on the hot path; off behind transaction-mode poolers. */
+  readonly prepare: boolean;
+  /** Claims wait for their WAL flush like every other write (see ClaimQuery). */
+  readonly synchronousClaims: boolean;
 }
+
+/** The module's defaults (`listen` on, so statements are prepared), for stores built directly. */
+const DEFAULT_STORE_SETTINGS: PostgresJobStoreSettings = Object.freeze({
+  prepare: true,
+  synchronousClaims: DEFAULT_SYNCHRONOUS_CLAIMS,
+});
 
 /** The JobStore on PostgreSQL: the statements of job.sql.ts over the DataSource's pg pool. */
 export class PostgresJobStore implements JobStore {
@@ -49,24 +56,22 @@ export class PostgresJobStore implements JobStore {
   private readonly claims: ClaimQuery;
   /** Only for named statements: an unnamed one is planned for each claim anyway. */
   private readonly oneTypePlans: OneTypeClaimPlans | null;
-  private readonly prepare: boolean;
 
   constructor(
     private readonly dataSource: DataSource,
     private readonly schema: string,
-    private readonly settings: PostgresJobStoreSettings = {},
+    private readonly settings: PostgresJobStoreSettings = DEFAULT_STORE_SETTINGS,
     private readonly pool: Pool = poolOf(dataSource),
-    private readonly executor: SqlExecutor = poolExecutor(pool, settings.prepare ?? true),
+    private readonly executor: SqlExecutor = poolExecutor(pool, settings.prepare),
   ) {
-    this.prepare = settings.prepare ?? true;
     this.sql = jobSql(schema);
-    this.claims = new ClaimQuery(schema, settings.synchronousClaims ?? false);
+    this.claims = new ClaimQuery(schema, settings.synchronousClaims);
     // Statement names are per connection and must stay under PostgreSQL's 63-byte identifiers.
     // The tag covers what shapes the texts, so stores set up differently never share a name.
-    const shape = settings.synchronousClaims ? `${schema}:synchronous claims` : schema;
+    const shape = settings.synchronousClaims ? schema : `${schema}:claims without flush`;
     const tag = createHash('sha1').update(shape).digest('hex').slice(0, 8);
     this.named = (statement) => `ajq_${tag}_${statement}`;
-    this.oneTypePlans = this.prepare
+    this.oneTypePlans = settings.prepare
       ? new OneTypeClaimPlans(async () => (await this.executor.query<JobsTableSize>(this.sql.jobsTableSize)).rows[0])
       : null;
   }
@@ -315,7 +320,7 @@ export class PostgresJobStore implements JobStore {
     return this.inTransaction(async (client) => {
       const { rows } = await client.query<{ acquired: boolean }>(this.sql.tryMaintenanceLock);
       if (!rows[0]?.acquired) return null;
-      return work(new PostgresJobStore(this.dataSource, this.schema, this.settings, this.pool, poolExecutor(client, this.prepare)));
+      return work(new PostgresJobStore(this.dataSource, this.schema, this.settings, this.pool, poolExecutor(client, this.settings.prepare)));
     });
   }
 
