@@ -61,6 +61,7 @@ describe('claim commits', () => {
     // One connection, so a setting left behind by a claim would show in the next statement.
     dataSource = new DataSource({ type: 'postgres', url: db.url, extra: { max: 1 } });
     await dataSource.initialize();
+    await new PostgresJobStore(dataSource, 'job_queue').registerTypes(['commit.limited']);
   });
 
   afterAll(async () => {
@@ -70,7 +71,7 @@ describe('claim commits', () => {
   });
 
   /** Enqueues a job of each type, claims them in one request, and returns each claim's commit mode. */
-  async function claimModes(settings: PostgresJobStoreSettings, perType: TypeClaim[], flowControl = false): Promise<string[]> {
+  async function claimModes(settings: PostgresJobStoreSettings | undefined, perType: TypeClaim[], flowControl = false): Promise<string[]> {
     const enqueued = await api.producer.enqueueMany(perType.map(({ type }) => ({ type, payload: {} })));
     const claimed = await new PostgresJobStore(dataSource, 'job_queue', settings).claim(request(perType, flowControl));
     expect(claimed.map((job) => job.id).sort()).toEqual(enqueued.map((job) => job.id).sort());
@@ -81,9 +82,10 @@ describe('claim commits', () => {
     return rows.map((row) => row.mode);
   }
 
-  it('waits for the flush by default, in every form of claim', async () => {
-    await new PostgresJobStore(dataSource, 'job_queue').registerTypes(['commit.limited']);
+  it('waits for the flush by default and with synchronousClaims, in every form of claim', async () => {
+    expect(await claimModes(undefined, [oneOf('commit.default')])).toEqual(['on']);
     expect(await claimModes(WAITING, [oneOf('commit.one')])).toEqual(['on']);
+    expect(await claimModes({ prepare: false, synchronousClaims: true }, [oneOf('commit.unprepared')])).toEqual(['on']);
     expect(await claimModes(WAITING, [oneOf('commit.a'), oneOf('commit.b')])).toEqual(['on', 'on']);
     expect(await claimModes(WAITING, [oneOf('commit.flow')], true)).toEqual(['on']);
     expect(await claimModes(WAITING, [oneOf('commit.limited', { rateMax: 10, rateWindowMs: 1_000 })], true)).toEqual(['on']);
@@ -119,6 +121,7 @@ describe('claim commits', () => {
     expect(await claimModes(UNFLUSHED, [oneOf('commit.u.large')])).toEqual(['off']);
     const names: Array<{ name: string }> = await dataSource.query(`SELECT name FROM pg_prepared_statements`);
     // The large form's name: claimOneType_<cap>_<generation> (the guarded one is claimOneTypeSmall_<cap>).
+    // This is the first claim since the table grew, so any such statement on this connection is its.
     expect(names.some(({ name }) => /_claimOneType_\d+_\d+$/.test(name))).toBe(true);
   });
 

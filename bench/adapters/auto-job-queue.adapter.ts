@@ -33,7 +33,7 @@ function autoJobQueueWith(name: AdapterName, workerOptions: Pick<JobQueueOptions
         listen: true,
         pool: 'TypeORM default (10)',
         ...workerOptions,
-        other: 'library defaults',
+        other: Object.keys(workerOptions).length > 0 ? 'library defaults otherwise' : 'library defaults',
       };
     },
 

@@ -58,9 +58,10 @@ export interface JobQueueOptions {
    * Claims wait for their WAL flush (and synchronous standbys) like every other write. `false`
    * takes that flush off each job's pickup: a claim without flow control then commits with
    * `synchronous_commit` off for its own transaction. The price is paid only when PostgreSQL
-   * crashes or fails over: a claim of its last moments is undone, so its job waits again with
-   * that attempt not counted, and may start elsewhere while the first run goes on until its next
-   * successful lease renewal (README: Leases and crashed workers). @default true
+   * crashes or fails over: a claim of its last moments can be undone, so its job waits again with
+   * that attempt not counted (a handler that crashes PostgreSQL may then never be dead-lettered),
+   * and may start elsewhere while the first run goes on until a renewal finds the lease gone and
+   * aborts its signal (README: Leases and crashed workers). @default true
    */
   synchronousClaims?: boolean;
   /** How often the maintenance leader reclaims expired leases and prunes old jobs. @default 1000 */

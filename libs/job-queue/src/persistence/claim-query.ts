@@ -40,9 +40,9 @@ export function turnedAway(rows: readonly unknown[][]): boolean {
  * WAL flush (`synchronous_commit` off for the claim's own transaction; the connection keeps its
  * setting). Every later synchronous commit on the server flushes the WAL up to its own commit
  * record, the claim's included (the job's completion, a `once` record, a transactional handler's
- * commit), so nothing durable rests on a claim that is not. A crash can undo a claim of its last
- * moments; its lease token then matches no row, so the worker that took it can neither renew nor
- * complete the job. The flow-control claim always waits: its start records and running count are
+ * commit), so no synchronous commit on this server rests on a claim that is not. A crash can
+ * undo a claim of its last moments; its lease token then matches no row, so the worker that took
+ * it can neither renew nor complete the job. The flow-control claim always waits: its start records and running count are
  * what keep a type's limits across workers, and must not be undone under a job that runs on.
  */
 export class ClaimQuery {
