@@ -81,6 +81,7 @@ export function formatProblems(results: readonly ScenarioResult[]): string {
 export function formatTargets(targets: readonly TargetResult[]): string {
   const width = Math.max(...targets.map((t) => t.target.length), 10);
   const lines = targets.map((t) => `  [${t.status.toUpperCase().padEnd(4)}] ${t.target.padEnd(width)}  ${t.detail}`);
+  if (lines.length === 0) lines.push('  none checked: auto-job-queue (with its defaults) did not run');
   return ['Targets (auto-job-queue):', ...lines].join('\n');
 }
 
