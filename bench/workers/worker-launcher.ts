@@ -73,10 +73,8 @@ export async function launchWorkerProcess(config: WorkerProcessConfig): Promise<
 
   /** Waits that an exit must fail, each until it settles: one exit listener for all of them. */
   const onExit = new Set<(code: number | null, signal: NodeJS.Signals | null) => void>();
-  let exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
-  void exited.then((status) => {
-    exit = status;
-    for (const fail of onExit) fail(status.code, status.signal);
+  void exited.then(({ code, signal }) => {
+    for (const fail of onExit) fail(code, signal);
   });
   const expect = <K extends FromWorker['kind']>(kind: K, timeoutMs: number): Promise<Extract<FromWorker, { kind: K }>> =>
     new Promise((resolve, reject) => {
@@ -99,8 +97,8 @@ export async function launchWorkerProcess(config: WorkerProcessConfig): Promise<
       const queue = waiting.get(kind) ?? [];
       queue.push(resolver);
       waiting.set(kind, queue);
-      const gone = exit as { code: number | null; signal: NodeJS.Signals | null } | null;
-      if (gone) fail(gone.code, gone.signal);
+      // Exited already: the child's own status says so (exitCode or signalCode is set on exit).
+      if (child.exitCode !== null || child.signalCode !== null) fail(child.exitCode, child.signalCode);
       else onExit.add(fail);
     });
   const ask = <K extends FromWorker['kind']>(request: ToWorker, kind: K) => {
