@@ -196,7 +196,8 @@ describe('leases, reclaims and fencing', () => {
     const callsA = new Map<string, Call[]>();
     const callsB = new Map<string, Call[]>();
     // A renews only every 20 s: within this test its renewals never land, as if it had stalled.
-    // Concurrency 2: A's two stuck jobs fill it, so A cannot re-claim what B's reaper frees.
+    // Concurrency 2: A's two stuck jobs fill it, and with nothing finishing it prefetches nothing,
+    // so it cannot re-claim what B's reaper frees.
     const a = await app('fence-a', { leaseMs: 60_000, maintenanceIntervalMs: 60_000, concurrency: 2 }, [
       stubbornHandler('fence.work', 'a', gates, callsA),
     ]);
@@ -255,6 +256,52 @@ describe('leases, reclaims and fencing', () => {
     } finally {
       subscription.unsubscribe();
     }
+  });
+
+  it('a worker whose handlers hang hands back the jobs it prefetched, claims no more, and another worker runs them', async () => {
+    const ranBy = new Map<string, string>();
+    function hangingHandler(type: string, label: string) {
+      @Injectable()
+      class HangingHandler {
+        @JobHandler(type, { concurrency: 2 })
+        async work(payload: { hang?: boolean }, job: JobContext) {
+          ranBy.set(job.id, label);
+          if (payload.hang) await gates.wait(`${label}:${job.id}`);
+          return { by: label };
+        }
+      }
+      return HangingHandler;
+    }
+    // Renewals every 500 ms: a prefetched job still waiting after one goes back at the next.
+    await app('hang-a', { leaseMs: LEASE_MS, concurrency: 2 }, [hangingHandler('hang.work', 'a')]);
+    // A stream of short jobs grows A's prefetch; the two that hang take both of its slots.
+    const jobs = await api.producer.enqueueMany([
+      ...Array.from({ length: 200 }, (_, n) => ({ type: 'hang.work', payload: { n } })),
+      { type: 'hang.work', payload: { hang: true } },
+      { type: 'hang.work', payload: { hang: true } },
+      ...Array.from({ length: 20 }, (_, n) => ({ type: 'hang.work', payload: { tail: n } })),
+    ]);
+    const hung = jobs.slice(200, 202).map((job) => job.id);
+    const tail = jobs.slice(202).map((job) => job.id);
+    await waitFor(() => hung.every((id) => ranBy.has(id)), { message: 'A running both hanging jobs' });
+    const tailHeldByA = () =>
+      db.query<{ id: string }>(`SELECT id FROM job_queue.jobs WHERE id = ANY($1::bigint[]) AND worker_id = 'hang-a'`, [tail]);
+    // Claimed behind the hanging jobs, some of the tail waits in A's buffer.
+    expect((await tailHeldByA()).length).toBeGreaterThan(0);
+
+    await waitFor(async () => (await tailHeldByA()).length === 0, { timeoutMs: 5_000, message: 'A handing the tail back' });
+    const handedBack = await db.query(`SELECT status, attempts, worker_id, claimed_at FROM job_queue.jobs WHERE id = ANY($1::bigint[])`, [tail]);
+    for (const row of handedBack) expect(row).toMatchObject({ status: 'pending', attempts: 0, worker_id: null, claimed_at: null });
+    // Its slots still stuck and nothing finishing, A leaves them be.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(await tailHeldByA()).toEqual([]);
+
+    await app('hang-b', { leaseMs: LEASE_MS }, [hangingHandler('hang.work', 'b')]);
+    for (const id of tail) {
+      expect(await statusIs(id, 'completed')).toMatchObject({ worker_id: 'hang-b', attempts: 1, result: { by: 'b' } });
+    }
+    expect(tail.map((id) => ranBy.get(id))).toEqual(tail.map(() => 'b'));
+    for (const id of hung) expect(await jobRow(id)).toMatchObject({ status: 'processing', worker_id: 'hang-a', attempts: 1 });
   });
 
   it("a worker's renewal that finds its lease gone aborts the handler's signal, and its late result changes nothing", async () => {

@@ -379,8 +379,12 @@ describe('worker', () => {
       held.gate = new Promise<void>((resolve) => (held.release = resolve));
       const worker = await startQueueApp(db.url, { concurrency: 4, workerId: 'worker-held' }, [HeldBackHandlers]);
       try {
-        // One runs (type concurrency 1); another is claimed ahead and waits in the buffer.
-        await api.producer.enqueueMany(Array.from({ length: 3 }, (_, i) => ({ type: 'worker.held', payload: { i } })));
+        // Short jobs first, so the worker prefetches (it keeps none while nothing finishes). Then one
+        // held job runs (type concurrency 1), and another is claimed ahead and waits in the buffer.
+        await api.producer.enqueueMany([
+          ...Array.from({ length: 100 }, (_, i) => ({ type: 'worker.unheld', payload: { i } })),
+          ...Array.from({ length: 3 }, (_, i) => ({ type: 'worker.held', payload: { i } })),
+        ]);
         await waitFor(
           async () =>
             (await db.query(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE type = 'worker.held' AND status = 'processing'`))[0].n >=

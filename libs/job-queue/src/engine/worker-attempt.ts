@@ -30,7 +30,8 @@ export class WorkerAttempt extends AttemptControl implements HeldLease, PendingC
     readonly job: ClaimedJob,
     /** The handler of the job's type (a worker claims only types it handles). */
     readonly handler: RegisteredHandler,
-    claimedAt: number,
+    /** When this worker claimed it (epoch ms): a buffered job that waits too long is handed back. */
+    readonly claimedAt: number,
     private readonly completionListener: CompletionListener,
   ) {
     super();

@@ -323,6 +323,58 @@ describe('Worker', () => {
     expect(store.leases.size).toBe(0);
   });
 
+  it('a worker whose every slot is held by a handler that does not finish claims nothing more, prefetch or not', async () => {
+    const { store, worker } = setup(
+      handlerStub({ type: 'unit.job', concurrency: 2, invoke: () => new Promise<void>(() => undefined) }),
+      { concurrency: 2, prefetch: 100 },
+    );
+    let claims = 0;
+    const claim = store.claim.bind(store);
+    store.claim = (request) => (claims++, claim(request));
+    store.queue(...Array.from({ length: 10 }, (_, i) => String(i)));
+    worker.start();
+    await until(() => worker.inFlight === 2, 'both slots taken');
+    // Notifications and polls (every 20 ms) come and go: nothing finishes, so nothing is claimed to wait.
+    for (let i = 0; i < 5; i++) {
+      worker.nudge();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(store.waiting).toHaveLength(8);
+    expect(claims).toBe(1);
+    expect(worker.heldLeases().map((lease) => lease.id)).toEqual(['0', '1']);
+  });
+
+  it('hands back the prefetched jobs claimed before a given time, and does not claim them again while its slots stay stuck', async () => {
+    const ids = [...Array.from({ length: 200 }, (_, i) => `fast-${i}`), 'hang-1', 'hang-2', ...Array.from({ length: 20 }, (_, i) => `tail-${i}`)];
+    const { store, worker } = setup(
+      handlerStub({
+        type: 'unit.job',
+        concurrency: 2,
+        invoke: (payload) => ((payload as { id: string }).id.startsWith('hang') ? new Promise<void>(() => undefined) : undefined),
+      }),
+      { concurrency: 2, prefetch: 100 },
+    );
+    store.queue(...ids);
+    worker.start();
+    await until(() => store.completed.length === 200 && worker.inFlight === 2, 'the fast jobs done and both hung ones running');
+    // A stream of short jobs grew the buffer: the jobs claimed behind the hung ones wait in it.
+    const buffered = worker.heldLeases().map((lease) => lease.id).filter((id) => id.startsWith('tail'));
+    expect(buffered.length).toBeGreaterThan(0);
+    expect(await worker.handBackWaiting(Date.now() - 60_000)).toBe(0);
+    expect(store.released).toEqual([]);
+
+    expect(await worker.handBackWaiting(Date.now())).toBe(buffered.length);
+    expect(store.released).toEqual(buffered);
+    expect(worker.heldLeases().map((lease) => lease.id).sort()).toEqual(['hang-1', 'hang-2']);
+    // Back in the queue (as the real store puts them) and announced: the stuck worker leaves them there.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    store.queue(...buffered);
+    const waiting = store.waiting.length;
+    worker.nudge();
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(store.waiting).toHaveLength(waiting);
+  });
+
   it('wakes for each known due time in order, keeping the earliest 1,000, not only at its poll', async () => {
     const { store, worker } = setup(handlerStub({ type: 'unit.job', concurrency: 4, invoke: () => null }), { pollIntervalMs: 600_000 });
     const claimedAt: number[] = [];

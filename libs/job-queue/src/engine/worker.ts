@@ -22,8 +22,9 @@ export interface WorkerSettings {
   transactionalCapacity?: number;
   /**
    * Claimed jobs held locally beyond the running ones, at most (0: claim only for free slots).
-   * The buffer actually kept is about 100 ms of work at the recent rate, up to this; a claim sent
-   * ahead (sendClaimAhead) can add one more batch of that plus `concurrency`.
+   * The buffer actually kept is about 100 ms of work at the recent rate, up to this (none while no
+   * job has finished lately); a claim sent ahead (sendClaimAhead) can add one more batch of that
+   * plus `concurrency`.
    */
   prefetch?: number;
 }
@@ -66,6 +67,8 @@ export class Worker implements LeaseHolder, CompletionListener {
   private readonly runningByType = new Map<string, number>();
   private runningTransactional = 0;
   private readonly wake = new WakeSignal();
+  /** Buffered jobs being handed back for waiting too long (handBackWaiting); a drain waits for it. */
+  private handingBack: Promise<unknown> = Promise.resolve();
   /** Notified when the last started job has been recorded (a drain waits for it). */
   private readonly allRecorded = new WakeSignal();
   /** Set while pump runs: a job that finishes synchronously must not start the next one from within. */
@@ -231,6 +234,7 @@ export class Worker implements LeaseHolder, CompletionListener {
       attempt.interrupt('drain', new Error(`shutdown: drain timed out after ${timeoutMs} ms; the job is released`));
     }
     await this.untilAllRecorded(Infinity);
+    await this.handingBack;
     this.state = 'stopped';
     return { finished: atStart - leftover.length, released: leftover.length + unstarted };
   }
@@ -377,7 +381,11 @@ export class Worker implements LeaseHolder, CompletionListener {
     // Cheapest tests first: this runs each time a job finishes.
     if ((!slotsFree && this.buffer.length > this.prefetch * LOW_WATER) || this.recording >= this.recordingLimit) return false;
     if (this.queueLooksEmpty && Date.now() - this.lastClaimAt < this.settings.pollIntervalMs) return false;
-    return slotsFree || this.buffer.length <= this.currentPrefetch() * LOW_WATER;
+    if (slotsFree) return true;
+    // Every slot is taken: top the buffer up only while jobs are finishing. A worker whose handlers
+    // all run long (or hang) claims nothing it could not start.
+    const target = this.currentPrefetch();
+    return target > 0 && this.buffer.length <= target * LOW_WATER;
   }
 
   /**
@@ -403,11 +411,12 @@ export class Worker implements LeaseHolder, CompletionListener {
   }
 
   /**
-   * About 100 ms of work at the recent rate, and at least one more batch of `concurrency` (so a
-   * backlog is worked in batches from the start), within the configured prefetch.
+   * About 100 ms of work at the recent rate, within the configured prefetch: none while no job has
+   * finished lately (an idle worker claims one batch of `concurrency`, and its buffer grows as
+   * those finish), and little for slow jobs, so no worker hoards what another could start now.
    */
   private currentPrefetch(): number {
-    return Math.min(this.prefetch, Math.max(this.settings.concurrency, Math.ceil(this.throughput.perSecond() / 10)));
+    return Math.min(this.prefetch, Math.round(this.throughput.perSecond() / 10));
   }
 
   private load() {
@@ -419,6 +428,39 @@ export class Worker implements LeaseHolder, CompletionListener {
       bufferedByType: this.bufferedByType,
       prefetch: this.currentPrefetch(),
     };
+  }
+
+  /**
+   * Hands back the buffered jobs claimed at or before `claimedBefore` (epoch ms), their claim's
+   * attempt undone, for any worker to take. The buffer holds about 100 ms of work, so a job that
+   * has waited far longer is not starting soon here: its slots are held by handlers that run long
+   * (or hang), or its type's limit is. The lease keeper calls this before each renewal, so such a
+   * job is never renewed and waits at most about two renewal intervals.
+   */
+  handBackWaiting(claimedBefore: number): Promise<number> {
+    const waiting = this.buffer.filter((attempt) => attempt.claimedAt <= claimedBefore);
+    if (waiting.length === 0) return Promise.resolve(0);
+    const handedBack = new Set(waiting);
+    let kept = 0;
+    for (const attempt of this.buffer) if (!handedBack.has(attempt)) this.buffer[kept++] = attempt;
+    this.buffer.length = kept;
+    for (const { job } of waiting) this.countBuffered(job.type, -1);
+    const released = this.store.release(waiting).then(
+      (ids) => {
+        if (ids.length > 0) {
+          this.logger.log(`Handed back ${ids.length} prefetched job(s) that found no free slot here since their claim; any worker can take them.`);
+        }
+        return ids.length;
+      },
+      (error: unknown) => {
+        this.logger.warn(
+          `Could not hand back ${waiting.length} prefetched job(s): ${(error as Error)?.message}. Their leases will expire and they will be retried.`,
+        );
+        return 0;
+      },
+    );
+    this.handingBack = Promise.all([this.handingBack, released]);
+    return released;
   }
 
   /** Starts buffered jobs, in claim order, while slots (and their type's limits) allow. */
