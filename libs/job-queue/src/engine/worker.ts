@@ -68,7 +68,7 @@ export class Worker implements LeaseHolder, CompletionListener {
   private runningTransactional = 0;
   private readonly wake = new WakeSignal();
   /** Buffered jobs being handed back for waiting too long (handBackWaiting); a drain waits for it. */
-  private handingBack: Promise<unknown> = Promise.resolve();
+  private handingBack: Promise<void> = Promise.resolve();
   /** Notified when the last started job has been recorded (a drain waits for it). */
   private readonly allRecorded = new WakeSignal();
   /** Set while pump runs: a job that finishes synchronously must not start the next one from within. */
@@ -459,7 +459,7 @@ export class Worker implements LeaseHolder, CompletionListener {
         return 0;
       },
     );
-    this.handingBack = Promise.all([this.handingBack, released]);
+    this.handingBack = Promise.all([this.handingBack, released]).then(() => undefined);
     return released;
   }
 

@@ -30,10 +30,11 @@ export interface JobQueueOptions {
    * Claimed jobs a worker keeps ready beyond its running ones, so a fast stream needs few claim
    * round trips. They hold leases; a drain hands them back untouched. Off (0) in a worker that
    * handles a type with a rate limit, global concurrency or circuit breaker, whose starts must
-   * follow the claim at once. The buffer adapts to about 100 ms of work at the recent rate, so
-   * slow jobs are not hoarded; this is its ceiling. While a backlog of jobs that run faster than a
-   * claim's round trip is worked, one more claim of that many plus `concurrency` may be on its
-   * way. @default 1000
+   * follow the claim at once. The buffer adapts to about 100 ms of work at the recent rate (none
+   * while no job has finished lately), so slow jobs are not hoarded; this is its ceiling. A job
+   * still waiting in it after a whole renewal interval (`leaseMs / 3`) is handed back for any
+   * worker to take. While a backlog of jobs that run faster than a claim's round trip is worked,
+   * one more claim of that many plus `concurrency` may be on its way. @default 1000
    */
   prefetch?: number;
   /** Longest idle wait between claims; notifications wake workers sooner. @default 1000 */

@@ -109,9 +109,10 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
     this.leaseTask = new PeriodicTask(
       'Lease renewal',
       renewEveryMs,
-      async () => {
-        // A prefetched job still waiting after a whole interval goes back rather than being renewed.
-        await worker.handBackWaiting(Date.now() - renewEveryMs);
+      () => {
+        // A prefetched job still waiting after a whole interval goes back rather than being renewed
+        // (alongside the renewal, which must not wait for it).
+        void worker.handBackWaiting(Date.now() - renewEveryMs);
         return keeper.runOnce();
       },
       logger,
