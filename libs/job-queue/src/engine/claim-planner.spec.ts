@@ -175,4 +175,22 @@ describe('ClaimPlanner with prefetch', () => {
     expect(plan?.limit).toBe(10);
     expect(Object.fromEntries(plan!.perType.map((t) => [t.type, t.limit]))).toEqual({ a: 10, b: 10 });
   });
+
+  it('claims other types for free slots while the buffer holds more held-back jobs than the prefetch left', () => {
+    const limited = new ClaimPlanner(
+      4,
+      [
+        { type: 'x', concurrency: 1, maxAttempts: 3 },
+        { type: 'y', concurrency: 4, maxAttempts: 3 },
+      ],
+      'w',
+      30_000,
+      Infinity,
+      20,
+    );
+    // One x runs and seven wait behind it; nothing finished lately, so the prefetch is down to none.
+    const plan = limited.plan({ ...loaded({ x: 1 }, { x: 7 }), prefetch: 0 });
+    expect(plan?.limit).toBe(3);
+    expect(plan!.perType.map((t) => [t.type, t.limit])).toEqual([['y', 3]]);
+  });
 });

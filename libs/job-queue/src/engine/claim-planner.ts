@@ -57,7 +57,9 @@ export class ClaimPlanner {
 
   plan(load: WorkerLoad): ClaimRequest | null {
     const prefetch = Math.min(load.prefetch ?? this.maxPrefetch, this.maxPrefetch);
-    const free = this.concurrency - load.running + prefetch - load.buffered;
+    // The worker starts buffered jobs as soon as slots free, so with a slot free, what is left in
+    // the buffer is held back by its type's limits: it takes up buffer room, never a free slot.
+    const free = this.concurrency - load.running + Math.max(0, prefetch - load.buffered);
     if (free <= 0) return null;
     let transactionalFree = this.transactionalCapacity - load.runningTransactional;
     // Rotate which transactional type gets the shared connections first, so none starves.

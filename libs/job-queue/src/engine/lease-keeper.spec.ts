@@ -32,6 +32,8 @@ let leases: HeldLease[];
 let gone: Array<{ id: string; status: JobStatus | null }>;
 let warnings: string[];
 let keeper: LeaseKeeper;
+/** What the holder was asked to hand back, and in which order against the renewals. */
+let handBacks: Array<{ claimedBefore: number; afterRenewals: number }>;
 
 beforeEach(() => {
   now = 1_000_000;
@@ -39,7 +41,12 @@ beforeEach(() => {
   leases = [];
   gone = [];
   warnings = [];
+  handBacks = [];
   const holder: LeaseHolder = {
+    handBackWaiting: async (claimedBefore) => {
+      handBacks.push({ claimedBefore, afterRenewals: store.renewals.length });
+      return 0;
+    },
     heldLeases: () => leases,
     leaseGone: (lease, status) => {
       // The holder is told which lease (token included) is gone, not only which job.
@@ -58,14 +65,14 @@ function hold(id: string, renewedAt: number, row: { status: JobStatus; leaseToke
 
 describe('LeaseKeeper', () => {
   it('does nothing when no lease is held', async () => {
-    expect(await keeper.runOnce()).toEqual({ renewed: 0, lost: 0 });
+    expect(await keeper.runOnce()).toEqual({ renewed: 0, lost: 0, handedBack: 0 });
     expect(store.renewals).toEqual([]);
   });
 
   it('renews every held lease in one call, with leaseMs', async () => {
     hold('1', now - 10_000);
     hold('2', now - 20_000);
-    expect(await keeper.runOnce()).toEqual({ renewed: 2, lost: 0 });
+    expect(await keeper.runOnce()).toEqual({ renewed: 2, lost: 0, handedBack: 0 });
     expect(store.renewals).toEqual([{ ids: ['1', '2'], leaseMs: LEASE_MS }]);
     expect(gone).toEqual([]);
   });
@@ -82,7 +89,7 @@ describe('LeaseKeeper', () => {
     hold('1', now - 1_000);
     hold('2', now - 1_000, { status: 'processing', leaseToken: 'another-worker' });
     hold('3', now - 1_000, { status: 'pending', leaseToken: null });
-    expect(await keeper.runOnce()).toEqual({ renewed: 1, lost: 2 });
+    expect(await keeper.runOnce()).toEqual({ renewed: 1, lost: 2, handedBack: 0 });
     expect(gone).toEqual([
       { id: '2', status: 'processing' },
       { id: '3', status: 'pending' },
@@ -92,7 +99,7 @@ describe('LeaseKeeper', () => {
 
   it('reports a cancelled job with status cancelled, so its handler can be told why', async () => {
     hold('1', now - 1_000, { status: 'cancelled', leaseToken: null });
-    expect(await keeper.runOnce()).toEqual({ renewed: 0, lost: 1 });
+    expect(await keeper.runOnce()).toEqual({ renewed: 0, lost: 1, handedBack: 0 });
     expect(gone).toEqual([{ id: '1', status: 'cancelled' }]);
   });
 
@@ -106,7 +113,7 @@ describe('LeaseKeeper', () => {
       hold('almost', now - LEASE_MS + 1);
       hold('exactly', now - LEASE_MS);
       hold('stale', now - 2 * LEASE_MS);
-      expect(await keeper.runOnce()).toEqual({ renewed: 0, lost: 2 });
+      expect(await keeper.runOnce()).toEqual({ renewed: 0, lost: 2, handedBack: 0 });
       expect(gone).toEqual([
         { id: 'exactly', status: null },
         { id: 'stale', status: null },
@@ -116,14 +123,14 @@ describe('LeaseKeeper', () => {
 
     it('does not throw and keeps the old renewal times', async () => {
       hold('1', now - 1_000);
-      await expect(keeper.runOnce()).resolves.toEqual({ renewed: 0, lost: 0 });
+      await expect(keeper.runOnce()).resolves.toEqual({ renewed: 0, lost: 0, handedBack: 0 });
       expect(leases[0].renewedAt).toBe(now - 1_000);
     });
 
     it('measures staleness at the time the failure is seen', async () => {
       hold('1', now - 20_000);
       store.during = () => (now += 15_000); // the failing call itself took 15 s
-      expect(await keeper.runOnce()).toEqual({ renewed: 0, lost: 1 });
+      expect(await keeper.runOnce()).toEqual({ renewed: 0, lost: 1, handedBack: 0 });
       expect(gone).toEqual([{ id: '1', status: null }]);
     });
 
@@ -132,8 +139,36 @@ describe('LeaseKeeper', () => {
       await keeper.runOnce();
       store.error = null;
       now += 5_000;
-      expect(await keeper.runOnce()).toEqual({ renewed: 1, lost: 0 });
+      expect(await keeper.runOnce()).toEqual({ renewed: 1, lost: 0, handedBack: 0 });
       expect(leases[0].renewedAt).toBe(now);
+    });
+  });
+
+  describe('handing back unstarted jobs', () => {
+    it('after renewing, asks the holder to hand back what it claimed a pass (leaseMs / 3) or more ago', async () => {
+      hold('1', now - 1_000);
+      await keeper.runOnce();
+      expect(handBacks).toEqual([{ claimedBefore: now - LEASE_MS / 3, afterRenewals: 1 }]);
+    });
+
+    it('asks even with nothing to renew, and when the renewal failed, reporting how many went back', async () => {
+      const holder: LeaseHolder = { heldLeases: () => leases, leaseGone: () => undefined, handBackWaiting: async () => 3 };
+      const counting = new LeaseKeeper(store as unknown as JobStore, LEASE_MS, holder, { log() {}, warn() {}, error() {} }, () => now);
+      expect(await counting.runOnce()).toEqual({ renewed: 0, lost: 0, handedBack: 3 });
+      hold('1', now - 1_000);
+      store.error = new Error('connection refused');
+      expect(await counting.runOnce()).toEqual({ renewed: 0, lost: 0, handedBack: 3 });
+    });
+
+    it('waits at least a second, however short the lease', async () => {
+      let asked: number | null = null;
+      const holder: LeaseHolder = {
+        heldLeases: () => leases,
+        leaseGone: () => undefined,
+        handBackWaiting: async (claimedBefore) => ((asked = claimedBefore), 0),
+      };
+      await new LeaseKeeper(store as unknown as JobStore, 600, holder, { log() {}, warn() {}, error() {} }, () => now).runOnce();
+      expect(asked).toBe(now - 1_000);
     });
   });
 });

@@ -11,23 +11,45 @@ export interface LeaseHolder {
   heldLeases(): HeldLease[];
   /** The lease is gone: `status` is the job's status now (`cancelled`, or null when unknown). */
   leaseGone(lease: Lease, status: JobStatus | null): void;
+  /** Hands back claimed jobs not started since `claimedBefore` (epoch ms); resolves to how many went. */
+  handBackWaiting(claimedBefore: number): Promise<number>;
 }
+
+/**
+ * A claimed job not started after this long (at least a second) is handed back instead of renewed
+ * again: the buffer holds about 100 ms of work, so the job's wait says this worker cannot start it
+ * soon. The floor keeps a very short lease from handing back jobs a healthy worker is about to run.
+ */
+const HAND_BACK_FLOOR_MS = 1_000;
 
 /**
  * Renews every lease this worker holds in one statement per pass (run it every leaseMs/3).
  * Leases the database no longer grants are reported; if the database cannot be reached, a lease
  * not confirmed for a whole leaseMs is presumed lost, since the reaper may already have taken it.
+ * After renewing, it has the holder hand back the jobs it claimed a pass or more ago and has not
+ * started, so renewals never keep a job waiting on a worker that cannot run it.
  */
 export class LeaseKeeper {
+  private readonly handBackAfterMs: number;
+
   constructor(
     private readonly store: JobStore,
     private readonly leaseMs: number,
     private readonly holder: LeaseHolder,
     private readonly logger: EngineLogger,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.handBackAfterMs = Math.max(HAND_BACK_FLOOR_MS, Math.floor(leaseMs / 3));
+  }
 
-  async runOnce(): Promise<{ renewed: number; lost: number }> {
+  async runOnce(): Promise<{ renewed: number; lost: number; handedBack: number }> {
+    const renewal = await this.renew();
+    // The holder catches its own failures: a failed hand-back keeps its jobs, renewed, for the next pass.
+    const handedBack = await this.holder.handBackWaiting(this.now() - this.handBackAfterMs);
+    return { ...renewal, handedBack };
+  }
+
+  private async renew(): Promise<{ renewed: number; lost: number }> {
     const leases = this.holder.heldLeases();
     if (leases.length === 0) return { renewed: 0, lost: 0 };
     const startedAt = this.now();

@@ -99,7 +99,10 @@ const quietLogger: EngineLogger = { log: () => undefined, warn: () => undefined,
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 const workers: Worker[] = [];
 
-function setup(handler: RegisteredHandler, settings: { concurrency?: number; prefetch?: number; pollIntervalMs?: number } = {}) {
+function setup(
+  handler: RegisteredHandler,
+  settings: { concurrency?: number; prefetch?: number; pollIntervalMs?: number; now?: () => number } = {},
+) {
   const store = new ScriptedStore();
   const registry = new JobHandlerRegistry();
   registry.register(handler);
@@ -117,9 +120,19 @@ function setup(handler: RegisteredHandler, settings: { concurrency?: number; pre
     runner,
     recorder,
     quietLogger,
+    settings.now,
   );
   workers.push(worker);
   return { store, worker, events };
+}
+
+/** Counts the claim loop's decisions whether to claim, so a test can wait for some to pass. */
+function countDecisions(worker: Worker): () => number {
+  const target = worker as unknown as { wantsToClaim(): boolean };
+  const decide = target.wantsToClaim.bind(worker);
+  let decisions = 0;
+  target.wantsToClaim = () => (decisions++, decide());
+  return () => decisions;
 }
 
 async function until(condition: () => boolean, what: string): Promise<void> {
@@ -323,7 +336,7 @@ describe('Worker', () => {
     expect(store.leases.size).toBe(0);
   });
 
-  it('a worker whose every slot is held by a handler that does not finish claims nothing more, prefetch or not', async () => {
+  it('a worker whose every slot is held by a handler that does not finish claims nothing more to wait', async () => {
     const { store, worker } = setup(
       handlerStub({ type: 'unit.job', concurrency: 2, invoke: () => new Promise<void>(() => undefined) }),
       { concurrency: 2, prefetch: 100 },
@@ -331,48 +344,106 @@ describe('Worker', () => {
     let claims = 0;
     const claim = store.claim.bind(store);
     store.claim = (request) => (claims++, claim(request));
+    const decisions = countDecisions(worker);
     store.queue(...Array.from({ length: 10 }, (_, i) => String(i)));
     worker.start();
     await until(() => worker.inFlight === 2, 'both slots taken');
     // Notifications and polls (every 20 ms) come and go: nothing finishes, so nothing is claimed to wait.
-    for (let i = 0; i < 5; i++) {
-      worker.nudge();
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    const before = decisions();
+    worker.nudge();
+    await until(() => decisions() >= before + 5, 'five more rounds of the claim loop');
     expect(store.waiting).toHaveLength(8);
     expect(claims).toBe(1);
     expect(worker.heldLeases().map((lease) => lease.id)).toEqual(['0', '1']);
   });
 
-  it('hands back the prefetched jobs claimed before a given time, and does not claim them again while its slots stay stuck', async () => {
+  describe('handing back prefetched jobs', () => {
     const ids = [...Array.from({ length: 200 }, (_, i) => `fast-${i}`), 'hang-1', 'hang-2', ...Array.from({ length: 20 }, (_, i) => `tail-${i}`)];
-    const { store, worker } = setup(
-      handlerStub({
-        type: 'unit.job',
-        concurrency: 2,
-        invoke: (payload) => ((payload as { id: string }).id.startsWith('hang') ? new Promise<void>(() => undefined) : undefined),
-      }),
-      { concurrency: 2, prefetch: 100 },
-    );
-    store.queue(...ids);
-    worker.start();
-    await until(() => store.completed.length === 200 && worker.inFlight === 2, 'the fast jobs done and both hung ones running');
-    // A stream of short jobs grew the buffer: the jobs claimed behind the hung ones wait in it.
-    const buffered = worker.heldLeases().map((lease) => lease.id).filter((id) => id.startsWith('tail'));
-    expect(buffered.length).toBeGreaterThan(0);
-    expect(await worker.handBackWaiting(Date.now() - 60_000)).toBe(0);
-    expect(store.released).toEqual([]);
 
-    expect(await worker.handBackWaiting(Date.now())).toBe(buffered.length);
-    expect(store.released).toEqual(buffered);
-    expect(worker.heldLeases().map((lease) => lease.id).sort()).toEqual(['hang-1', 'hang-2']);
-    // Back in the queue (as the real store puts them) and announced: the stuck worker leaves them there.
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    store.queue(...buffered);
-    const waiting = store.waiting.length;
-    worker.nudge();
-    await new Promise((resolve) => setTimeout(resolve, 60));
-    expect(store.waiting).toHaveLength(waiting);
+    /**
+     * A stream of short jobs grows the buffer, then two hang in both slots: the jobs claimed behind
+     * them wait in the buffer. The clock stands still unless the test moves it.
+     */
+    async function stuckWithABuffer() {
+      const clock = { now: 1_000_000 };
+      const ran: string[] = [];
+      const hung: Array<() => void> = [];
+      const { store, worker } = setup(
+        handlerStub({
+          type: 'unit.job',
+          concurrency: 2,
+          invoke: (payload) => {
+            const { id } = payload as { id: string };
+            ran.push(id);
+            return id.startsWith('hang') ? new Promise<void>((resolve) => hung.push(resolve)) : undefined;
+          },
+        }),
+        { concurrency: 2, prefetch: 100, now: () => clock.now },
+      );
+      store.queue(...ids);
+      worker.start();
+      await until(() => store.completed.length === 200 && worker.inFlight === 2, 'the fast jobs done and both hung ones running');
+      const buffered = worker.heldLeases().map((lease) => lease.id).filter((id) => id.startsWith('tail'));
+      expect(buffered.length).toBeGreaterThan(0);
+      return { clock, ran, hung, store, worker, buffered };
+    }
+
+    it('hands back those claimed before the time given, and does not claim them again while its slots stay stuck', async () => {
+      const { clock, store, worker, buffered } = await stuckWithABuffer();
+      expect(await worker.handBackWaiting(clock.now - 1)).toBe(0);
+      expect(store.released).toEqual([]);
+
+      // A second on, nothing has finished for a while.
+      clock.now += 1_000;
+      expect(await worker.handBackWaiting(clock.now - 1_000)).toBe(buffered.length);
+      expect(store.released).toEqual(buffered);
+      expect(worker.heldLeases().map((lease) => lease.id).sort()).toEqual(['hang-1', 'hang-2']);
+      // Back in the queue (as the real store puts them) and announced: the stuck worker leaves them there.
+      store.queue(...buffered);
+      const waiting = store.waiting.length;
+      const decisions = countDecisions(worker);
+      worker.nudge();
+      await until(() => decisions() >= 5, 'five rounds of the claim loop');
+      expect(store.waiting).toHaveLength(waiting);
+    });
+
+    it('keeps the jobs of a hand-back that failed leased, renewed and unstarted, and hands them back at the next try', async () => {
+      const { clock, ran, hung, store, worker, buffered } = await stuckWithABuffer();
+      const release = store.release.bind(store);
+      store.release = async () => {
+        throw new Error('connection reset');
+      };
+      clock.now += 1_000;
+      const failedAt = clock.now;
+      expect(await worker.handBackWaiting(failedAt)).toBe(0);
+      expect(worker.heldLeases().map((lease) => lease.id)).toEqual(expect.arrayContaining(['hang-1', 'hang-2', ...buffered]));
+
+      // A slot frees and the worker goes on, but none of those jobs starts here.
+      clock.now += 1;
+      hung[0]();
+      await until(() => store.completed.includes('hang-1') || store.completed.includes('hang-2'), 'a hung job finished');
+      await until(() => worker.inFlight === 2 || store.waiting.length === 0, 'the freed slot taken');
+      expect(ran.filter((id) => buffered.includes(id))).toEqual([]);
+
+      store.release = release;
+      expect(await worker.handBackWaiting(failedAt)).toBe(buffered.length);
+      expect(store.released).toEqual(buffered);
+      expect(worker.heldLeases().map((lease) => lease.id).filter((id) => buffered.includes(id))).toEqual([]);
+    });
+
+    it('a drain after a hand-back that failed releases those jobs too', async () => {
+      const { clock, store, worker, buffered } = await stuckWithABuffer();
+      const release = store.release.bind(store);
+      store.release = async () => {
+        store.release = release;
+        throw new Error('connection reset');
+      };
+      clock.now += 1_000;
+      expect(await worker.handBackWaiting(clock.now)).toBe(0);
+      await worker.drain(20);
+      expect(store.released).toEqual(expect.arrayContaining(buffered));
+      expect(buffered.filter((id) => store.leases.has(id))).toEqual([]);
+    });
   });
 
   it('wakes for each known due time in order, keeping the earliest 1,000, not only at its poll', async () => {

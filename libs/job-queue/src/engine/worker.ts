@@ -67,19 +67,25 @@ export class Worker implements LeaseHolder, CompletionListener {
   private readonly runningByType = new Map<string, number>();
   private runningTransactional = 0;
   private readonly wake = new WakeSignal();
-  /** Buffered jobs being handed back for waiting too long (handBackWaiting); a drain waits for it. */
-  private handingBack: Promise<void> = Promise.resolve();
+  /**
+   * Buffered jobs taken out to be handed back (handBackWaiting) until the database has them: never
+   * started, and renewed meanwhile, so a hand-back that fails is tried again rather than left to
+   * the reaper (which would count an attempt that never ran).
+   */
+  private readonly returning: WorkerAttempt[] = [];
+  /** The hand-back in flight, if any; one at a time, and a drain waits for it. */
+  private handingBack: Promise<number> | null = null;
   /** Notified when the last started job has been recorded (a drain waits for it). */
   private readonly allRecorded = new WakeSignal();
   /** Set while pump runs: a job that finishes synchronously must not start the next one from within. */
   private pumping = false;
   private draining: Promise<{ finished: number; released: number }> | null = null;
-  private readonly throughput = new ThroughputMeter();
+  private readonly throughput: ThroughputMeter;
   private readonly planner: ClaimPlanner;
   private readonly prefetch: number;
   private readonly transactionalCapacity: number;
   private loop: Promise<void> | null = null;
-  private lastProgressAt = Date.now();
+  private lastProgressAt: number;
   private lastClaimAt = 0;
   /** The last claim found less than it asked for: wait for a notification or the poll. */
   private queueLooksEmpty = false;
@@ -100,7 +106,11 @@ export class Worker implements LeaseHolder, CompletionListener {
     private readonly runner: JobRunner,
     private readonly recorder: OutcomeRecorder,
     private readonly logger: EngineLogger,
+    /** The clock (epoch ms) of claim ages and the rate meter; tests move it by hand. Timers keep real time. */
+    private readonly now: () => number = Date.now,
   ) {
+    this.throughput = new ThroughputMeter(now);
+    this.lastProgressAt = Date.now();
     this.prefetch = settings.prefetch ?? 0;
     this.transactionalCapacity = settings.transactionalCapacity ?? Infinity;
     this.planner = new ClaimPlanner(
@@ -224,6 +234,7 @@ export class Worker implements LeaseHolder, CompletionListener {
     if (this.state === 'stopped') return { finished: 0, released: 0 };
     this.stopClaiming();
     await this.loop;
+    await this.handingBack;
     const unstarted = await this.releaseBuffer();
     const atStart = this.active.size;
     await this.untilAllRecorded(Date.now() + timeoutMs);
@@ -234,7 +245,6 @@ export class Worker implements LeaseHolder, CompletionListener {
       attempt.interrupt('drain', new Error(`shutdown: drain timed out after ${timeoutMs} ms; the job is released`));
     }
     await this.untilAllRecorded(Infinity);
-    await this.handingBack;
     this.state = 'stopped';
     return { finished: atStart - leftover.length, released: leftover.length + unstarted };
   }
@@ -246,6 +256,12 @@ export class Worker implements LeaseHolder, CompletionListener {
    */
   interrupt(jobId: string, reason: 'lease-lost' | 'cancelled', leaseToken?: string): void {
     const holds = (lease: Lease) => leaseToken === undefined || lease.leaseToken === leaseToken;
+    // Being handed back: the database has let it go already (a hand-back that failed late).
+    const returning = this.returning.findIndex((r) => r.id === jobId && holds(r));
+    if (returning >= 0) {
+      this.returning.splice(returning, 1);
+      return;
+    }
     const index = this.buffer.findIndex((b) => b.id === jobId && holds(b));
     if (index >= 0) {
       const [dropped] = this.buffer.splice(index, 1);
@@ -262,7 +278,7 @@ export class Worker implements LeaseHolder, CompletionListener {
 
   heldLeases(): HeldLease[] {
     const started = [...this.active.values()].filter((attempt) => !attempt.interruption);
-    return [...started, ...this.buffer];
+    return [...started, ...this.buffer, ...this.returning];
   }
 
   leaseGone(lease: Lease, status: JobStatus | null): void {
@@ -276,10 +292,10 @@ export class Worker implements LeaseHolder, CompletionListener {
    * before the new attempt is buffered, so the two never share renewals, outcomes or interrupts.
    */
   private dropStaleAttempts(claimed: readonly ClaimedJob[]): void {
-    if (this.active.size === 0 && this.buffer.length === 0) return;
-    const buffered = new Set(this.buffer.map((b) => b.job.id));
+    if (this.active.size === 0 && this.buffer.length === 0 && this.returning.length === 0) return;
+    const waiting = new Set([...this.buffer, ...this.returning].map((b) => b.job.id));
     for (const job of claimed) {
-      if (this.active.has(job.id) || buffered.has(job.id)) this.interrupt(job.id, 'lease-lost');
+      if (this.active.has(job.id) || waiting.has(job.id)) this.interrupt(job.id, 'lease-lost');
     }
   }
 
@@ -324,8 +340,8 @@ export class Worker implements LeaseHolder, CompletionListener {
 
   /** Claimed jobs join the buffer, in claim order. */
   private bufferClaimed(claimed: readonly ClaimedJob[]): void {
-    const claimedAt = Date.now();
-    this.lastClaimAt = claimedAt;
+    const claimedAt = this.now();
+    this.lastClaimAt = Date.now();
     this.dropStaleAttempts(claimed);
     for (const job of claimed) {
       this.buffer.push(new WorkerAttempt(job, this.registry.get(job.type) as RegisteredHandler, claimedAt, this));
@@ -371,10 +387,11 @@ export class Worker implements LeaseHolder, CompletionListener {
   }
 
   /**
-   * Claim when slots are free, or the buffer is down to its low-water mark, unless the queue
-   * looked empty recently or outcomes are falling behind. Buffered jobs are started as soon as a
-   * slot frees (pump), so a free slot means the buffer is empty or holds only jobs their type's
-   * limits hold back: other types' jobs must still be claimed for it.
+   * Claim when slots are free, or (every slot taken, and jobs finishing lately) the buffer is down
+   * to its low-water mark, unless the queue looked empty recently or outcomes are falling behind.
+   * Buffered jobs are started as soon as a slot frees (pump), so a free slot means the buffer is
+   * empty or holds only jobs their type's limits hold back: other types' jobs must still be
+   * claimed for it.
    */
   private wantsToClaim(): boolean {
     const slotsFree = this.running < this.settings.concurrency;
@@ -412,8 +429,8 @@ export class Worker implements LeaseHolder, CompletionListener {
 
   /**
    * About 100 ms of work at the recent rate, within the configured prefetch: none while no job has
-   * finished lately (an idle worker claims one batch of `concurrency`, and its buffer grows as
-   * those finish), and little for slow jobs, so no worker hoards what another could start now.
+   * finished lately (an idle worker claims only for its free slots, and its buffer grows as those
+   * jobs finish), and little for slow jobs, so no worker hoards what another could start now.
    */
   private currentPrefetch(): number {
     return Math.min(this.prefetch, Math.round(this.throughput.perSecond() / 10));
@@ -432,21 +449,29 @@ export class Worker implements LeaseHolder, CompletionListener {
 
   /**
    * Hands back the buffered jobs claimed at or before `claimedBefore` (epoch ms), their claim's
-   * attempt undone, for any worker to take. The buffer holds about 100 ms of work, so a job that
-   * has waited far longer is not starting soon here: its slots are held by handlers that run long
-   * (or hang), or its type's limit is. The lease keeper calls this before each renewal, so such a
-   * job is never renewed and waits at most about two renewal intervals.
+   * attempt undone, for any worker to take; resolves to how many went back. The buffer holds about
+   * 100 ms of work, so a job that has waited far longer is not starting soon here: its slots are
+   * held by handlers that run long (or hang), or its type's limit is. The lease keeper calls this
+   * each pass, after renewing. One hand-back at a time; while one is out, this hands back nothing.
    */
   handBackWaiting(claimedBefore: number): Promise<number> {
-    const waiting = this.buffer.filter((attempt) => attempt.claimedAt <= claimedBefore);
-    if (waiting.length === 0) return Promise.resolve(0);
-    const handedBack = new Set(waiting);
-    let kept = 0;
-    for (const attempt of this.buffer) if (!handedBack.has(attempt)) this.buffer[kept++] = attempt;
-    this.buffer.length = kept;
-    for (const { job } of waiting) this.countBuffered(job.type, -1);
-    const released = this.store.release(waiting).then(
+    if (this.handingBack) return Promise.resolve(0);
+    // The buffer is in claim order: the jobs that waited longest lead it.
+    let waiting = 0;
+    while (waiting < this.buffer.length && this.buffer[waiting].claimedAt <= claimedBefore) waiting++;
+    for (const attempt of this.buffer.splice(0, waiting)) {
+      this.countBuffered(attempt.job.type, -1);
+      this.returning.push(attempt);
+    }
+    if (this.returning.length === 0) return Promise.resolve(0);
+    const batch = [...this.returning];
+    const handingBack = this.store.release(batch).then(
       (ids) => {
+        // Those not released had lost their lease already: not this worker's either way.
+        const sent = new Set(batch);
+        let kept = 0;
+        for (const attempt of this.returning) if (!sent.has(attempt)) this.returning[kept++] = attempt;
+        this.returning.length = kept;
         if (ids.length > 0) {
           this.logger.log(`Handed back ${ids.length} prefetched job(s) that found no free slot here since their claim; any worker can take them.`);
         }
@@ -454,13 +479,14 @@ export class Worker implements LeaseHolder, CompletionListener {
       },
       (error: unknown) => {
         this.logger.warn(
-          `Could not hand back ${waiting.length} prefetched job(s): ${(error as Error)?.message}. Their leases will expire and they will be retried.`,
+          `Could not hand back ${batch.length} prefetched job(s): ${(error as Error)?.message}. This worker keeps their leases, starts none of them, and tries again at its next lease renewal.`,
         );
         return 0;
       },
     );
-    this.handingBack = Promise.all([this.handingBack, released]).then(() => undefined);
-    return released;
+    this.handingBack = handingBack;
+    void handingBack.then(() => (this.handingBack = null));
+    return handingBack;
   }
 
   /** Starts buffered jobs, in claim order, while slots (and their type's limits) allow. */
@@ -630,7 +656,7 @@ export class Worker implements LeaseHolder, CompletionListener {
 
   /** Buffered jobs never started: back to pending, their claim's attempt undone. */
   private async releaseBuffer(): Promise<number> {
-    const unstarted = this.buffer.splice(0);
+    const unstarted = [...this.buffer.splice(0), ...this.returning.splice(0)];
     this.bufferedByType.clear();
     if (unstarted.length === 0) return 0;
     try {

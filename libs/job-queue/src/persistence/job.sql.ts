@@ -273,13 +273,14 @@ export function jobSql(schema: string) {
     notifyFinished: `SELECT pg_notify('auto_job_queue:${schema}', 'finished:' || id) FROM unnest($1::bigint[]) AS id`,
 
     /**
-     * Shutdown: hands unfinished jobs back, undoing the claim's attempt. Fenced per row, so a job
-     * already reclaimed by another worker is left alone.
+     * Hands jobs back unstarted (a drain, or prefetched jobs that waited too long), undoing the
+     * claim's attempt. Fenced per row, so a job already reclaimed by another worker is left alone.
+     * run_at is kept: the job goes back to its place in line, not behind what came since.
      */
     release: `
       UPDATE ${jobs} j
       SET status = 'pending', attempts = GREATEST(j.attempts - 1, 0), worker_id = NULL, claimed_at = NULL,
-          lease_token = NULL, lease_expires_at = NULL, run_at = now()
+          lease_token = NULL, lease_expires_at = NULL
       WHERE ${heldBy('$1', '$2', '$3')}
       RETURNING j.id::text AS id`,
 

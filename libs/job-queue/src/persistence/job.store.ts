@@ -149,6 +149,10 @@ export interface JobStore {
   recordEffect(jobId: string, key: string, resultJson: string, attempt: number): Promise<void>;
   scheduleRetry(lease: Lease, error: string, attempt: number, workerId: string, delayMs: number): Promise<boolean>;
   deadLetter(lease: Lease, error: string, attempt: number, workerId: string): Promise<boolean>;
+  /**
+   * Hands claimed jobs back unstarted, their claim's attempt undone and their place in line kept;
+   * returns the ids released (the others' leases were gone).
+   */
   release(leases: readonly Lease[]): Promise<string[]>;
   renewLeases(leases: readonly Lease[], leaseMs: number): Promise<RenewalResult[]>;
   /** Runs `work` only in the one process that wins the maintenance lock for this pass. */

@@ -105,18 +105,7 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
       CRON_CATCH_UP_MS,
     );
     const keeper = new LeaseKeeper(store, options.leaseMs, worker, logger);
-    const renewEveryMs = Math.max(50, Math.floor(options.leaseMs / 3));
-    this.leaseTask = new PeriodicTask(
-      'Lease renewal',
-      renewEveryMs,
-      () => {
-        // A prefetched job still waiting after a whole interval goes back rather than being renewed
-        // (alongside the renewal, which must not wait for it).
-        void worker.handBackWaiting(Date.now() - renewEveryMs);
-        return keeper.runOnce();
-      },
-      logger,
-    );
+    this.leaseTask = new PeriodicTask('Lease renewal', Math.max(50, Math.floor(options.leaseMs / 3)), () => keeper.runOnce(), logger);
     const longestRateWindowMs = Math.max(0, ...this.registry.all().map((h) => (h.rateLimit ? rateWindowMs(h.rateLimit.perMs) : 0)));
     const maintenance = new MaintenanceLeader(
       store,
