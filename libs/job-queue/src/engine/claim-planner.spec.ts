@@ -139,18 +139,11 @@ describe('ClaimPlanner flow limits', () => {
 });
 
 describe('ClaimPlanner with prefetch', () => {
-  const planner = () =>
-    new ClaimPlanner(
-      10,
-      [
-        { type: 'a', concurrency: 10, maxAttempts: 3 },
-        { type: 'b', concurrency: 5, maxAttempts: 3 },
-      ],
-      'w',
-      30_000,
-      Infinity,
-      20,
-    );
+  const twoTypes: TypeCapacity[] = [
+    { type: 'a', concurrency: 10, maxAttempts: 3 },
+    { type: 'b', concurrency: 5, maxAttempts: 3 },
+  ];
+  const planner = (concurrency = 10, types = twoTypes) => new ClaimPlanner(concurrency, types, 'w', 30_000, Infinity, 20);
   const loaded = (running: Record<string, number>, buffered: Record<string, number>): WorkerLoad => ({
     running: Object.values(running).reduce((a, b) => a + b, 0),
     runningByType: new Map(Object.entries(running)),
@@ -177,17 +170,10 @@ describe('ClaimPlanner with prefetch', () => {
   });
 
   it('claims other types for free slots while the buffer holds more held-back jobs than the prefetch left', () => {
-    const limited = new ClaimPlanner(
-      4,
-      [
-        { type: 'x', concurrency: 1, maxAttempts: 3 },
-        { type: 'y', concurrency: 4, maxAttempts: 3 },
-      ],
-      'w',
-      30_000,
-      Infinity,
-      20,
-    );
+    const limited = planner(4, [
+      { type: 'x', concurrency: 1, maxAttempts: 3 },
+      { type: 'y', concurrency: 4, maxAttempts: 3 },
+    ]);
     // One x runs and seven wait behind it; nothing finished lately, so the prefetch is down to none.
     const plan = limited.plan({ ...loaded({ x: 1 }, { x: 7 }), prefetch: 0 });
     expect(plan?.limit).toBe(3);
