@@ -179,4 +179,26 @@ describe('ClaimPlanner with prefetch', () => {
     expect(plan?.limit).toBe(3);
     expect(plan!.perType.map((t) => [t.type, t.limit])).toEqual([['y', 3]]);
   });
+
+  it('keeps transactional jobs within the spare connections plus the prefetch, buffered ones included', () => {
+    const types: TypeCapacity[] = [
+      { type: 'ledger.post', concurrency: 10, maxAttempts: 3, transactional: true },
+      { type: 'stock.move', concurrency: 10, maxAttempts: 3, transactional: true },
+      { type: 'email.send', concurrency: 10, maxAttempts: 3 },
+    ];
+    const withConnections = new ClaimPlanner(10, types, 'w', 30_000, 7, 20);
+    const load = (prefetch: number, buffered: Record<string, number>): WorkerLoad => ({
+      ...loaded({ 'ledger.post': 7 }, buffered),
+      runningTransactional: 7,
+      prefetch,
+    });
+    // All seven connections in use and nothing finishing: the three free slots go to email only.
+    const idle = withConnections.plan(load(0, {}));
+    expect(idle?.limit).toBe(3);
+    expect(idle!.perType.map((t) => t.type)).toEqual(['email.send']);
+    // Jobs finishing: up to the prefetch may wait for a connection, those already waiting included.
+    const busy = withConnections.plan(load(5, { 'stock.move': 2 }));
+    const transactional = busy!.perType.filter((t) => t.type !== 'email.send');
+    expect(transactional.reduce((sum, t) => sum + t.limit, 0)).toBe(3);
+  });
 });

@@ -36,7 +36,8 @@ export function rateWindowMs(perMs: number): number {
  * Turns free capacity into a claim request. Without prefetch: the free slots, each type's free
  * slots under its own limit, and, for transactional types together, the connections the pool can
  * spare. With prefetch, the worker also keeps up to `prefetch` claimed jobs waiting locally, each
- * type in proportion to its concurrency, so a fast stream of jobs needs few claim round trips.
+ * type in proportion to its concurrency (transactional ones, together, up to the spare
+ * connections plus `prefetch`), so a fast stream of jobs needs few claim round trips.
  */
 export class ClaimPlanner {
   private rotation = 0;
@@ -58,10 +59,15 @@ export class ClaimPlanner {
   plan(load: WorkerLoad): ClaimRequest | null {
     const prefetch = Math.min(load.prefetch ?? this.maxPrefetch, this.maxPrefetch);
     // The worker starts buffered jobs as soon as slots free, so with a slot free, what is left in
-    // the buffer is held back by its type's limits: it takes up buffer room, never a free slot.
+    // the buffer is held back (by its type's limit, or for want of a connection): it takes up
+    // buffer room, never a free slot.
     const free = this.concurrency - load.running + Math.max(0, prefetch - load.buffered);
     if (free <= 0) return null;
-    let transactionalFree = this.transactionalCapacity - load.runningTransactional;
+    // Transactional jobs held (running or buffered) stay within the spare connections plus the
+    // prefetch: beyond that, a buffered one would wait for a connection, not for a slot.
+    let bufferedTransactional = 0;
+    for (const { type, transactional } of this.types) if (transactional) bufferedTransactional += load.bufferedByType.get(type) ?? 0;
+    let transactionalFree = this.transactionalCapacity - load.runningTransactional - bufferedTransactional + prefetch;
     // Rotate which transactional type gets the shared connections first, so none starves.
     const offset = this.types.length > 0 ? this.rotation++ % this.types.length : 0;
     const ordered = [...this.types.slice(offset), ...this.types.slice(0, offset)];
@@ -72,7 +78,7 @@ export class ClaimPlanner {
         free,
         concurrency + share - (load.runningByType.get(type) ?? 0) - (load.bufferedByType.get(type) ?? 0),
       );
-      if (transactional && this.maxPrefetch === 0) {
+      if (transactional) {
         limit = Math.min(limit, transactionalFree);
         transactionalFree -= Math.max(limit, 0);
       }

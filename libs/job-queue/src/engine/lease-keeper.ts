@@ -11,8 +11,8 @@ export interface LeaseHolder {
   heldLeases(): HeldLease[];
   /** The lease is gone: `status` is the job's status now (`cancelled`, or null when unknown). */
   leaseGone(lease: Lease, status: JobStatus | null): void;
-  /** Hands back claimed jobs not started since `claimedBefore` (epoch ms); resolves to how many went. */
-  handBackWaiting(claimedBefore: number): Promise<number>;
+  /** Hands back claimed jobs still not started `waitedMs` after their claim; resolves to how many went. */
+  handBackWaiting(waitedMs: number): Promise<number>;
 }
 
 /**
@@ -26,8 +26,8 @@ const HAND_BACK_FLOOR_MS = 1_000;
  * Renews every lease this worker holds in one statement per pass (run it every leaseMs/3).
  * Leases the database no longer grants are reported; if the database cannot be reached, a lease
  * not confirmed for a whole leaseMs is presumed lost, since the reaper may already have taken it.
- * After renewing, it has the holder hand back the jobs it claimed a pass or more ago and has not
- * started, so renewals never keep a job waiting on a worker that cannot run it.
+ * After renewing, it has the holder hand back the jobs it has not started leaseMs/3 (at least 1 s)
+ * after their claim, so renewals never keep a job waiting on a worker that cannot run it.
  */
 export class LeaseKeeper {
   private readonly handBackAfterMs: number;
@@ -44,14 +44,15 @@ export class LeaseKeeper {
 
   async runOnce(): Promise<{ renewed: number; lost: number; handedBack: number }> {
     const renewal = await this.renew();
-    // The holder catches its own failures: a failed hand-back keeps its jobs, renewed, for the next pass.
-    const handedBack = await this.holder.handBackWaiting(this.now() - this.handBackAfterMs);
-    return { ...renewal, handedBack };
+    // Not while the database is away: the hand-back would fail too. The holder catches its own
+    // failures, and a failed hand-back keeps its jobs, renewed, for the next pass.
+    const handedBack = renewal.failed ? 0 : await this.holder.handBackWaiting(this.handBackAfterMs);
+    return { renewed: renewal.renewed, lost: renewal.lost, handedBack };
   }
 
-  private async renew(): Promise<{ renewed: number; lost: number }> {
+  private async renew(): Promise<{ renewed: number; lost: number; failed: boolean }> {
     const leases = this.holder.heldLeases();
-    if (leases.length === 0) return { renewed: 0, lost: 0 };
+    if (leases.length === 0) return { renewed: 0, lost: 0, failed: false };
     const startedAt = this.now();
     try {
       const results = await this.store.renewLeases(leases, this.leaseMs);
@@ -67,7 +68,7 @@ export class LeaseKeeper {
           this.holder.leaseGone(lease, result.status);
         }
       }
-      return { renewed: results.length - lost, lost };
+      return { renewed: results.length - lost, lost, failed: false };
     } catch (error) {
       this.logger.warn(`Lease renewal failed: ${(error as Error)?.message ?? error}`);
       let lost = 0;
@@ -77,7 +78,7 @@ export class LeaseKeeper {
           this.holder.leaseGone(lease, null);
         }
       }
-      return { renewed: 0, lost };
+      return { renewed: 0, lost, failed: true };
     }
   }
 }

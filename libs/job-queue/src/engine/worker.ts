@@ -390,8 +390,8 @@ export class Worker implements LeaseHolder, CompletionListener {
    * Claim when slots are free, or (every slot taken, and jobs finishing lately) the buffer is down
    * to its low-water mark, unless the queue looked empty recently or outcomes are falling behind.
    * Buffered jobs are started as soon as a slot frees (pump), so a free slot means the buffer is
-   * empty or holds only jobs their type's limits hold back: other types' jobs must still be
-   * claimed for it.
+   * empty or holds only jobs held back by their type's limits or the connections: other types'
+   * jobs must still be claimed for it.
    */
   private wantsToClaim(): boolean {
     const slotsFree = this.running < this.settings.concurrency;
@@ -448,14 +448,16 @@ export class Worker implements LeaseHolder, CompletionListener {
   }
 
   /**
-   * Hands back the buffered jobs claimed at or before `claimedBefore` (epoch ms), their claim's
+   * Hands back the buffered jobs still not started `waitedMs` after their claim, their claim's
    * attempt undone, for any worker to take; resolves to how many went back. The buffer holds about
    * 100 ms of work, so a job that has waited far longer is not starting soon here: its slots are
-   * held by handlers that run long (or hang), or its type's limit is. The lease keeper calls this
-   * each pass, after renewing. One hand-back at a time; while one is out, this hands back nothing.
+   * held by handlers that run long (or hang), or its type's limit or the connections are. The
+   * lease keeper calls this each pass, after renewing. One hand-back at a time, and none once a
+   * drain has begun (the drain hands back everything unstarted).
    */
-  handBackWaiting(claimedBefore: number): Promise<number> {
-    if (this.handingBack) return Promise.resolve(0);
+  handBackWaiting(waitedMs: number): Promise<number> {
+    if (this.handingBack || this.state !== 'running') return Promise.resolve(0);
+    const claimedBefore = this.now() - waitedMs;
     // The buffer is in claim order: the jobs that waited longest lead it.
     let waiting = 0;
     while (waiting < this.buffer.length && this.buffer[waiting].claimedAt <= claimedBefore) waiting++;
