@@ -201,24 +201,4 @@ describe('ClaimPlanner with prefetch', () => {
     const transactional = busy!.perType.filter((t) => t.type !== 'email.send');
     expect(transactional.reduce((sum, t) => sum + t.limit, 0)).toBe(3);
   });
-
-  it('gives no share to a type whose slots are all taken by jobs that have not been finishing lately', () => {
-    const mixed = planner(4, [
-      { type: 'x', concurrency: 1, maxAttempts: 3 },
-      { type: 'y', concurrency: 4, maxAttempts: 3 },
-    ]);
-    const load = (xFinishedAt: number): WorkerLoad => ({
-      ...loaded({ x: 1 }, {}),
-      prefetch: 8,
-      finishedAtByType: new Map([
-        ['x', xFinishedAt],
-        ['y', 1_000],
-      ]),
-      finishedLatelySince: 900,
-    });
-    // y's jobs keep finishing, x's one slot has been busy since long before: only y is prefetched.
-    expect(mixed.plan(load(100))!.perType.map((t) => [t.type, t.limit])).toEqual([['y', 11]]);
-    // An x job finished lately: x gets its share of the prefetch again.
-    expect(Object.fromEntries(mixed.plan(load(950))!.perType.map((t) => [t.type, t.limit]))).toEqual({ x: 2, y: 11 });
-  });
 });

@@ -21,9 +21,6 @@ export interface WorkerLoad {
   bufferedByType: ReadonlyMap<string, number>;
   /** How many claimed jobs to keep waiting now (at most the configured prefetch). */
   prefetch?: number;
-  /** When a job of each type last finished here (epoch ms), and since when that counts as lately. */
-  finishedAtByType?: ReadonlyMap<string, number>;
-  finishedLatelySince?: number;
 }
 
 /**
@@ -76,13 +73,11 @@ export class ClaimPlanner {
     const ordered = [...this.types.slice(offset), ...this.types.slice(0, offset)];
     const perType: TypeClaim[] = [];
     for (const { type, concurrency, maxAttempts, transactional, rateLimit, globalConcurrency } of ordered) {
-      const running = load.runningByType.get(type) ?? 0;
-      // A type whose own slots are all taken by jobs that have not been finishing lately (slow, or
-      // hung) gets no share: what it buffered would wait on them while other workers could run it.
-      const since = load.finishedLatelySince;
-      const finishing = running < concurrency || since === undefined || (load.finishedAtByType?.get(type) ?? -Infinity) >= since;
-      const share = finishing ? Math.ceil((prefetch * concurrency) / this.concurrency) : 0;
-      let limit = Math.min(free, concurrency + share - running - (load.bufferedByType.get(type) ?? 0));
+      const share = Math.ceil((prefetch * concurrency) / this.concurrency);
+      let limit = Math.min(
+        free,
+        concurrency + share - (load.runningByType.get(type) ?? 0) - (load.bufferedByType.get(type) ?? 0),
+      );
       if (transactional) {
         limit = Math.min(limit, transactionalFree);
         transactionalFree -= Math.max(limit, 0);

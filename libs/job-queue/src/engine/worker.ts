@@ -44,11 +44,6 @@ const LOW_WATER = 0.1;
 const MAX_DUE_WAKES = 1_000;
 /** A wake-up comes this much after the due time, for clocks that differ a little. */
 const DUE_WAKE_MARGIN_MS = 5;
-/**
- * A type whose slots are all taken, none of whose jobs finished for this long (as far as the rate
- * meter looks back), gets no prefetch share: its buffered jobs would only wait.
- */
-const FINISHED_LATELY_MS = 250;
 /** A claim sent ahead is planned as if the worker's buffer had already run. */
 const NOTHING_BUFFERED: ReadonlyMap<string, number> = new Map();
 /** setTimeout's longest delay; a later wake-up is re-armed when this one fires. */
@@ -70,8 +65,6 @@ export class Worker implements LeaseHolder, CompletionListener {
   private readonly bufferedByType = new Map<string, number>();
   private running = 0;
   private readonly runningByType = new Map<string, number>();
-  /** When a job of each type last finished here (the worker's clock): see FINISHED_LATELY_MS. */
-  private readonly finishedAtByType = new Map<string, number>();
   private runningTransactional = 0;
   private readonly wake = new WakeSignal();
   /**
@@ -451,8 +444,6 @@ export class Worker implements LeaseHolder, CompletionListener {
       buffered: this.buffer.length,
       bufferedByType: this.bufferedByType,
       prefetch: this.currentPrefetch(),
-      finishedAtByType: this.finishedAtByType,
-      finishedLatelySince: this.now() - FINISHED_LATELY_MS,
     };
   }
 
@@ -574,7 +565,6 @@ export class Worker implements LeaseHolder, CompletionListener {
 
   private recordOutcome(entry: WorkerAttempt, outcome: AttemptOutcome): void {
     this.throughput.record();
-    this.finishedAtByType.set(entry.job.type, this.now());
     this.freeSlot(entry);
     if (outcome.kind === 'succeeded') {
       // The hot path: the attempt itself joins the completion batch and hears back (completionSettled).
