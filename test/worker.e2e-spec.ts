@@ -88,6 +88,20 @@ class ConcurrencyHandlers {
 const held = { started: 0, release: null as (() => void) | null, gate: Promise.resolve() };
 const freeRan: string[] = [];
 
+/** A type held to one slot, beside a type with nothing waiting. */
+const narrowRan: string[] = [];
+
+@Injectable()
+class NarrowTypeHandlers {
+  @JobHandler('worker.narrow', { concurrency: 1 })
+  narrow(_payload: unknown, job: JobContext) {
+    narrowRan.push(job.id);
+  }
+
+  @JobHandler('worker.idle')
+  idle() {}
+}
+
 @Injectable()
 class HeldBackHandlers {
   @JobHandler('worker.held', { concurrency: 1 })
@@ -371,6 +385,22 @@ describe('worker', () => {
       const [{ refused }] = await db.query(`SELECT last_value >= 3 AS refused FROM flaky_completion_seq`);
       expect(refused).toBe(true);
       expect(flakyRuns.sort()).toEqual([1, 2, 3]);
+    });
+  });
+
+  describe('a type held to few slots beside a type with nothing waiting', () => {
+    it('claims the next of its jobs as each finishes, not at the poll', async () => {
+      // Polls an hour apart: only the enqueue's notification and freed slots can wake the worker.
+      const worker = await startQueueApp(db.url, { concurrency: 4, workerId: 'worker-narrow', pollIntervalMs: 3_600_000 }, [
+        NarrowTypeHandlers,
+      ]);
+      try {
+        const jobs = await api.producer.enqueueMany(Array.from({ length: 50 }, (_, i) => ({ type: 'worker.narrow', payload: { i } })));
+        await waitFor(() => narrowRan.length === 50, { message: 'all 50 narrow jobs run' });
+        expect([...narrowRan].sort()).toEqual(jobs.map((job) => job.id).sort());
+      } finally {
+        await worker.close();
+      }
     });
   });
 

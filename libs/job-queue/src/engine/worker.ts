@@ -89,6 +89,13 @@ export class Worker implements LeaseHolder, CompletionListener {
   private lastClaimAt = 0;
   /** The last claim found less than it asked for: wait for a notification or the poll. */
   private queueLooksEmpty = false;
+  /**
+   * Types whose last claim came back full, so more of them are likely waiting. A claim for several
+   * types can come back short because one has nothing waiting, while another (held to a few slots
+   * by its concurrency) has plenty: a freed slot of such a type claims again at once, rather than
+   * at the poll.
+   */
+  private readonly typesWithMore = new Set<string>();
   /** A claim sent before the batch it follows runs (sendClaimAhead), awaited in the loop's next round. */
   private claimAhead: { request: ClaimRequest; claimed: Promise<ClaimedJob[]>; nudgesAtSend: number } | null = null;
   /** Counts notifications, so one that arrives during a claim is not lost. */
@@ -323,6 +330,7 @@ export class Worker implements LeaseHolder, CompletionListener {
           // Nothing is left to run now that the claim is back: jobs run faster than claims come back.
           const ranDry = this.buffer.length === 0 && this.running < this.settings.concurrency;
           this.bufferClaimed(claimed);
+          this.noteTypesWithMore(request, claimed);
           const asked = Math.min(request.limit, request.perType.reduce((sum, t) => sum + t.limit, 0));
           this.queueLooksEmpty = claimed.length < asked && this.nudges === nudgesBefore;
           if (ranDry && claimed.length >= asked) await this.sendClaimAhead();
@@ -336,6 +344,19 @@ export class Worker implements LeaseHolder, CompletionListener {
     } finally {
       await this.settleClaimAhead();
     }
+  }
+
+  /** Which types came back full from this claim (typesWithMore). */
+  private noteTypesWithMore(request: ClaimRequest, claimed: readonly ClaimedJob[]): void {
+    const note = (type: string, count: number, limit: number) =>
+      count >= Math.min(limit, request.limit) ? this.typesWithMore.add(type) : this.typesWithMore.delete(type);
+    if (request.perType.length === 1) {
+      note(request.perType[0].type, claimed.length, request.perType[0].limit);
+      return;
+    }
+    const counts = new Map<string, number>();
+    for (const job of claimed) counts.set(job.type, (counts.get(job.type) ?? 0) + 1);
+    for (const { type, limit } of request.perType) note(type, counts.get(type) ?? 0, limit);
   }
 
   /** Claimed jobs join the buffer, in claim order. */
@@ -634,6 +655,7 @@ export class Worker implements LeaseHolder, CompletionListener {
     entry.slotHeld = false;
     this.holdSlot(entry.handler, -1);
     this.pump();
+    if (this.typesWithMore.size > 0 && this.typesWithMore.has(entry.handler.type)) this.queueLooksEmpty = false;
     this.wakeIfClaimDue();
   }
 
