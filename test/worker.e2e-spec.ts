@@ -390,12 +390,13 @@ describe('worker', () => {
 
   describe('a type held to few slots beside a type with nothing waiting', () => {
     it('claims the next of its jobs as each finishes, not at the poll', async () => {
-      // Polls an hour apart: only the enqueue's notification and freed slots can wake the worker.
+      // Queued before the worker starts, so its first claim (at start) finds them with or without
+      // LISTEN. Polls an hour apart: after that first claim, only freed slots can wake the worker.
+      const jobs = await api.producer.enqueueMany(Array.from({ length: 50 }, (_, i) => ({ type: 'worker.narrow', payload: { i } })));
       const worker = await startQueueApp(db.url, { concurrency: 4, workerId: 'worker-narrow', pollIntervalMs: 3_600_000 }, [
         NarrowTypeHandlers,
       ]);
       try {
-        const jobs = await api.producer.enqueueMany(Array.from({ length: 50 }, (_, i) => ({ type: 'worker.narrow', payload: { i } })));
         await waitFor(() => narrowRan.length === 50, { message: 'all 50 narrow jobs run' });
         expect([...narrowRan].sort()).toEqual(jobs.map((job) => job.id).sort());
       } finally {
