@@ -301,6 +301,55 @@ describe('leases, reclaims and fencing', () => {
     for (const id of hung) expect(await jobRow(id)).toMatchObject({ status: 'processing', worker_id: 'hang-a', attempts: 1 });
   });
 
+  it('a worker keeps none of a slow type’s jobs waiting behind its running one while fast ones stream through', async () => {
+    const ranBy = new Map<string, string>();
+    function fastAndSlowHandlers(label: string) {
+      @Injectable()
+      class FastAndSlowHandlers {
+        @JobHandler('mixed.fast')
+        fast() {
+          return { by: label };
+        }
+
+        @JobHandler('mixed.slow', { concurrency: 1 })
+        async slow(_payload: unknown, job: JobContext) {
+          ranBy.set(job.id, label);
+          await gates.wait(`${label}:${job.id}`);
+          return { by: label };
+        }
+      }
+      return FastAndSlowHandlers;
+    }
+    // The default lease: a renewal pass would hand a waiting job back only 10 s after its claim.
+    await app('mixed-a', { concurrency: 4 }, [fastAndSlowHandlers('a')]);
+    // A runs the first slow job while hundreds of fast ones go through its other slots, and it
+    // prefetches fast ones. The slow type's share of that prefetch is capped by its own rate (none
+    // finished), so the second slow job stays in the queue for any worker.
+    const jobs = await api.producer.enqueueMany([
+      { type: 'mixed.slow', payload: { n: 1 } },
+      { type: 'mixed.slow', payload: { n: 2 } },
+      ...Array.from({ length: 300 }, (_, n) => ({ type: 'mixed.fast', payload: { n } })),
+    ]);
+    const [first, second] = jobs.map((job) => job.id);
+    const fast = jobs.slice(2).map((job) => job.id);
+    await waitFor(
+      async () =>
+        (await db.query(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE id = ANY($1::bigint[]) AND status = 'completed'`, [fast]))[0]
+          .n === fast.length,
+      { message: 'A running every fast job' },
+    );
+    expect(ranBy.get(first)).toBe('a');
+    expect(await jobRow(second)).toMatchObject({ status: 'pending', attempts: 0, worker_id: null });
+
+    await app('mixed-b', {}, [fastAndSlowHandlers('b')]);
+    // Long before A's renewals would hand it back, had A claimed it.
+    await waitFor(() => ranBy.get(second) === 'b', { timeoutMs: 5_000, message: 'B running the second slow job' });
+    gates.open(`a:${first}`);
+    gates.open(`b:${second}`);
+    expect(await statusIs(first, 'completed')).toMatchObject({ worker_id: 'mixed-a', attempts: 1, result: { by: 'a' } });
+    expect(await statusIs(second, 'completed')).toMatchObject({ worker_id: 'mixed-b', attempts: 1, result: { by: 'b' } });
+  });
+
   it("a worker's renewal that finds its lease gone aborts the handler's signal, and its late result changes nothing", async () => {
     const calls = new Map<string, Call[]>();
     const c = await app('fence-c', { leaseMs: LEASE_MS, maintenanceIntervalMs: 200 }, [stubbornHandler('fence.stall', 'c', gates, calls)]);

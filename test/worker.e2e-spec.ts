@@ -105,7 +105,8 @@ class NarrowTypeHandlers {
 @Injectable()
 class HeldBackHandlers {
   @JobHandler('worker.held', { concurrency: 1 })
-  async heldJob() {
+  async heldJob(payload: { block?: boolean }) {
+    if (!payload.block) return;
     held.started++;
     await held.gate;
   }
@@ -410,16 +411,21 @@ describe('worker', () => {
       held.gate = new Promise<void>((resolve) => (held.release = resolve));
       const worker = await startQueueApp(db.url, { concurrency: 4, workerId: 'worker-held' }, [HeldBackHandlers]);
       try {
-        // Short jobs first, so the worker prefetches (it keeps none while nothing finishes). Then one
-        // held job runs (type concurrency 1), and another is claimed ahead and waits in the buffer.
+        // Short jobs of both types first, so the worker prefetches both (it keeps none of a type while
+        // none of it finishes). Then one blocking held job runs (type concurrency 1), and another is
+        // claimed ahead and waits in the buffer.
         await api.producer.enqueueMany([
           ...Array.from({ length: 100 }, (_, i) => ({ type: 'worker.unheld', payload: { i } })),
-          ...Array.from({ length: 3 }, (_, i) => ({ type: 'worker.held', payload: { i } })),
+          ...Array.from({ length: 100 }, (_, i) => ({ type: 'worker.held', payload: { i } })),
+          ...Array.from({ length: 3 }, (_, i) => ({ type: 'worker.held', payload: { i, block: true } })),
         ]);
         await waitFor(
           async () =>
-            (await db.query(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE type = 'worker.held' AND status = 'processing'`))[0].n >=
-            2,
+            (
+              await db.query(
+                `SELECT count(*)::int AS n FROM job_queue.jobs WHERE type = 'worker.held' AND payload ? 'block' AND status = 'processing'`,
+              )
+            )[0].n >= 2,
           { message: 'a held job running and another buffered' },
         );
         expect(held.started).toBe(1);
@@ -431,7 +437,7 @@ describe('worker', () => {
         held.release?.();
         await waitFor(
           async () =>
-            (await db.query(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE type = 'worker.held' AND status = 'completed'`))[0].n === 3,
+            (await db.query(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE type = 'worker.held' AND status = 'completed'`))[0].n === 103,
           { message: 'held jobs finished' },
         );
         await worker.close();

@@ -180,6 +180,22 @@ describe('ClaimPlanner with prefetch', () => {
     expect(plan!.perType.map((t) => [t.type, t.limit])).toEqual([['y', 3]]);
   });
 
+  it('caps each type’s share by its own rate, so a slow type keeps none waiting behind its running jobs', () => {
+    const mixed = planner(10, [
+      { type: 'a', concurrency: 9, maxAttempts: 3 },
+      { type: 'b', concurrency: 1, maxAttempts: 3 },
+    ]);
+    const busy = (bPrefetch: number) =>
+      mixed.plan({ ...loaded({ a: 9, b: 1 }, {}), prefetch: 20, prefetchByType: new Map([['a', 20], ['b', bPrefetch]]) });
+    // The worker finishes 200 jobs/s (a prefetch of 20), all of them a's; b's one slot is taken by
+    // a job that runs for seconds. b's share of the prefetch would be 2.
+    const slow = busy(0);
+    expect(slow?.limit).toBe(20);
+    expect(slow!.perType.map((t) => [t.type, t.limit])).toEqual([['a', 18]]);
+    // b finishing 10 jobs/s: about 100 ms of its work is one job.
+    expect(Object.fromEntries(busy(1)!.perType.map((t) => [t.type, t.limit]))).toEqual({ a: 18, b: 1 });
+  });
+
   it('keeps transactional jobs within the spare connections plus the prefetch, buffered ones included', () => {
     const types: TypeCapacity[] = [
       { type: 'ledger.post', concurrency: 10, maxAttempts: 3, transactional: true },

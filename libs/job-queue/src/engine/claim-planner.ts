@@ -21,6 +21,11 @@ export interface WorkerLoad {
   bufferedByType: ReadonlyMap<string, number>;
   /** How many claimed jobs to keep waiting now (at most the configured prefetch). */
   prefetch?: number;
+  /**
+   * How many of each type's jobs to keep waiting now, at most: about 100 ms of that type's own
+   * work. Absent: each type's share of `prefetch` alone.
+   */
+  prefetchByType?: ReadonlyMap<string, number>;
 }
 
 /**
@@ -37,7 +42,9 @@ export function rateWindowMs(perMs: number): number {
  * slots under its own limit, and, for transactional types together, the connections the pool can
  * spare. With prefetch, the worker also keeps up to `prefetch` claimed jobs waiting locally, each
  * type in proportion to its concurrency (transactional ones, together, up to the spare
- * connections plus `prefetch`), so a fast stream of jobs needs few claim round trips.
+ * connections plus `prefetch`), so a fast stream of jobs needs few claim round trips. A type's
+ * share is also capped by its own recent rate (prefetchByType), so a slow type beside fast ones
+ * keeps no jobs waiting here that another worker could start now.
  */
 export class ClaimPlanner {
   private rotation = 0;
@@ -73,7 +80,7 @@ export class ClaimPlanner {
     const ordered = [...this.types.slice(offset), ...this.types.slice(0, offset)];
     const perType: TypeClaim[] = [];
     for (const { type, concurrency, maxAttempts, transactional, rateLimit, globalConcurrency } of ordered) {
-      const share = Math.ceil((prefetch * concurrency) / this.concurrency);
+      const share = Math.min(Math.ceil((prefetch * concurrency) / this.concurrency), load.prefetchByType?.get(type) ?? Infinity);
       let limit = Math.min(
         free,
         concurrency + share - (load.runningByType.get(type) ?? 0) - (load.bufferedByType.get(type) ?? 0),

@@ -81,6 +81,14 @@ export class Worker implements LeaseHolder, CompletionListener {
   private pumping = false;
   private draining: Promise<{ finished: number; released: number }> | null = null;
   private readonly throughput: ThroughputMeter;
+  /**
+   * Each type's own rate, when the worker handles several: a type's prefetch share is capped by
+   * it, so the jobs of a slow type beside fast ones are not kept waiting here (one type: the
+   * worker's rate is its rate).
+   */
+  private readonly throughputByType = new Map<string, ThroughputMeter>();
+  /** Reused by each plan: about 100 ms of each type's own work (throughputByType). */
+  private readonly prefetchByType = new Map<string, number>();
   private readonly planner: ClaimPlanner;
   private readonly prefetch: number;
   private readonly transactionalCapacity: number;
@@ -117,6 +125,8 @@ export class Worker implements LeaseHolder, CompletionListener {
     private readonly now: () => number = Date.now,
   ) {
     this.throughput = new ThroughputMeter(now);
+    const types = registry.types();
+    if (types.length > 1) for (const type of types) this.throughputByType.set(type, new ThroughputMeter(now));
     this.lastProgressAt = Date.now();
     this.prefetch = settings.prefetch ?? 0;
     this.transactionalCapacity = settings.transactionalCapacity ?? Infinity;
@@ -457,6 +467,15 @@ export class Worker implements LeaseHolder, CompletionListener {
     return Math.min(this.prefetch, Math.round(this.throughput.perSecond() / 10));
   }
 
+  /** currentPrefetch for each type by its own rate; undefined when the worker handles one type. */
+  private currentPrefetchByType(): ReadonlyMap<string, number> | undefined {
+    if (this.throughputByType.size === 0) return undefined;
+    for (const [type, meter] of this.throughputByType) {
+      this.prefetchByType.set(type, Math.min(this.prefetch, Math.round(meter.perSecond() / 10)));
+    }
+    return this.prefetchByType;
+  }
+
   private load() {
     return {
       running: this.running,
@@ -465,6 +484,7 @@ export class Worker implements LeaseHolder, CompletionListener {
       buffered: this.buffer.length,
       bufferedByType: this.bufferedByType,
       prefetch: this.currentPrefetch(),
+      prefetchByType: this.currentPrefetchByType(),
     };
   }
 
@@ -586,6 +606,7 @@ export class Worker implements LeaseHolder, CompletionListener {
 
   private recordOutcome(entry: WorkerAttempt, outcome: AttemptOutcome): void {
     this.throughput.record();
+    if (this.throughputByType.size > 0) this.throughputByType.get(entry.handler.type)?.record();
     this.freeSlot(entry);
     if (outcome.kind === 'succeeded') {
       // The hot path: the attempt itself joins the completion batch and hears back (completionSettled).
