@@ -150,6 +150,34 @@ describe('hot path statements', () => {
     expect(Object.fromEntries(stored.map((r) => [r.id, r.no_result ? 'NULL' : r.result]))).toEqual({ [a.id]: { v: 1 }, [b.id]: 'NULL' });
   });
 
+  it('wakes idle workers from the release statement itself, only when it released a job', async () => {
+    const listener = new pg.Client({ connectionString: db.url });
+    await listener.connect();
+    const heard: string[] = [];
+    listener.on('notification', (message) => heard.push(message.payload ?? ''));
+    await listener.query(`LISTEN "auto_job_queue:job_queue"`);
+    // Two round trips on the listening connection: a notification committed before them has arrived.
+    const settle = async () => {
+      await listener.query('SELECT 1');
+      await listener.query('SELECT 1');
+    };
+    try {
+      await api.producer.enqueue('hot.released', {});
+      const held = await claim('hot.released', 1);
+      await settle();
+      heard.length = 0;
+      expect(await db.query(sql.release, [held.map((j) => j.id), ...fence(held)])).toEqual([{ id: held[0].id }]);
+      await settle();
+      expect(heard).toEqual(['new']);
+      // Its lease is gone now: the same release changes nothing and wakes nobody.
+      expect(await db.query(sql.release, [held.map((j) => j.id), ...fence(held)])).toEqual([]);
+      await settle();
+      expect(heard).toEqual(['new']);
+    } finally {
+      await listener.end();
+    }
+  });
+
   it('plans claims on their tuple ids, and batched completions, renewals and releases on the primary key, of a never-vacuumed table', async () => {
     await api.producer.enqueueMany(Array.from({ length: 3_000 }, (_, i) => ({ type: 'hot.churn', payload: { i } })));
     // History the way a busy worker makes it: claimed and completed in batches, no vacuum since.

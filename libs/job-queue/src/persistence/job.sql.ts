@@ -275,16 +275,23 @@ export function jobSql(schema: string) {
     /**
      * Hands jobs back unstarted (a drain, or prefetched jobs that waited too long), undoing the
      * claim's attempt. Fenced per row, so a job already reclaimed by another worker is left alone.
-     * run_at is kept: the job goes back to its place in line, not behind what came since.
+     * run_at is kept: the job goes back to its place in line, not behind what came since. Idle
+     * workers are woken in the same statement, so the wake-up is sent if and only if the release
+     * commits (the uncorrelated subquery in WHERE runs once, even when nothing was released).
      */
     release: `
-      UPDATE ${jobs} j
-      SET status = 'pending', attempts = GREATEST(j.attempts - 1, 0), worker_id = NULL, claimed_at = NULL,
-          lease_token = NULL, lease_expires_at = NULL
-      WHERE ${heldBy('$1', '$2', '$3')}
-      RETURNING j.id::text AS id`,
+      WITH released AS (
+        UPDATE ${jobs} j
+        SET status = 'pending', attempts = GREATEST(j.attempts - 1, 0), worker_id = NULL, claimed_at = NULL,
+            lease_token = NULL, lease_expires_at = NULL
+        WHERE ${heldBy('$1', '$2', '$3')}
+        RETURNING j.id
+      ), notified AS (
+        SELECT pg_notify('auto_job_queue:${schema}', 'new') FROM (SELECT 1 FROM released LIMIT 1) AS any_released
+      )
+      SELECT id::text AS id FROM released WHERE (SELECT count(*) FROM notified) >= 0`,
 
-    /** Wakes idle workers after a release or a dead-letter retry (inserts notify by trigger). */
+    /** Wakes idle workers after a dead-letter retry (inserts notify by trigger). */
     notifyNew: `SELECT pg_notify('auto_job_queue:${schema}', 'new')`,
 
     /**

@@ -301,7 +301,6 @@ export class PostgresJobStore implements JobStore {
   async release(leases: readonly Lease[]): Promise<string[]> {
     if (leases.length === 0) return [];
     const { rows } = await this.executor.query<{ id: string }>(this.sql.release, [idArray(leases), ...leaseTokens(leases)]);
-    if (rows.length > 0) await this.executor.query(this.sql.notifyNew);
     return rows.map((row) => row.id);
   }
 
