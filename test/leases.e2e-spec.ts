@@ -326,12 +326,11 @@ describe('leases, reclaims and fencing', () => {
     // prefetches fast ones. The slow type's share of that prefetch is capped by its own rate (none
     // finished), so the second slow job stays in the queue for any worker.
     const jobs = await api.producer.enqueueMany([
-      { type: 'mixed.slow', payload: { n: 1 } },
-      { type: 'mixed.slow', payload: { n: 2 } },
+      ...[1, 2, 3].map((n) => ({ type: 'mixed.slow', payload: { n } })),
       ...Array.from({ length: 300 }, (_, n) => ({ type: 'mixed.fast', payload: { n } })),
     ]);
-    const [first, second] = jobs.map((job) => job.id);
-    const fast = jobs.slice(2).map((job) => job.id);
+    const [first, second, third] = jobs.map((job) => job.id);
+    const fast = jobs.slice(3).map((job) => job.id);
     await waitFor(
       async () =>
         (await db.query(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE id = ANY($1::bigint[]) AND status = 'completed'`, [fast]))[0]
@@ -341,13 +340,24 @@ describe('leases, reclaims and fencing', () => {
     expect(ranBy.get(first)).toBe('a');
     expect(await jobRow(second)).toMatchObject({ status: 'pending', attempts: 0, worker_id: null });
 
+    // The first slow job finishes: A claims the second for the freed slot, and still none behind
+    // it (one job that just finished is no rate; the worker as a whole reads it as 20 jobs/s).
+    gates.open(`a:${first}`);
+    await waitFor(() => ranBy.get(second) === 'a', { message: 'A running the second slow job' });
+    expect(await jobRow(third)).toMatchObject({ status: 'pending', attempts: 0, worker_id: null });
+
     await app('mixed-b', {}, [fastAndSlowHandlers('b')]);
     // Long before A's renewals would hand it back, had A claimed it.
-    await waitFor(() => ranBy.get(second) === 'b', { timeoutMs: 5_000, message: 'B running the second slow job' });
-    gates.open(`a:${first}`);
-    gates.open(`b:${second}`);
-    expect(await statusIs(first, 'completed')).toMatchObject({ worker_id: 'mixed-a', attempts: 1, result: { by: 'a' } });
-    expect(await statusIs(second, 'completed')).toMatchObject({ worker_id: 'mixed-b', attempts: 1, result: { by: 'b' } });
+    await waitFor(() => ranBy.get(third) === 'b', { timeoutMs: 5_000, message: 'B running the third slow job' });
+    gates.open(`a:${second}`);
+    gates.open(`b:${third}`);
+    for (const [id, by] of [
+      [first, 'a'],
+      [second, 'a'],
+      [third, 'b'],
+    ]) {
+      expect(await statusIs(id, 'completed')).toMatchObject({ worker_id: `mixed-${by}`, attempts: 1, result: { by } });
+    }
   });
 
   it("a worker's renewal that finds its lease gone aborts the handler's signal, and its late result changes nothing", async () => {

@@ -411,9 +411,9 @@ describe('worker', () => {
       held.gate = new Promise<void>((resolve) => (held.release = resolve));
       const worker = await startQueueApp(db.url, { concurrency: 4, workerId: 'worker-held' }, [HeldBackHandlers]);
       try {
-        // Short jobs of both types first, so the worker prefetches both (it keeps none of a type while
-        // none of it finishes). Then one blocking held job runs (type concurrency 1), and another is
-        // claimed ahead and waits in the buffer.
+        // Short jobs of both types first, so the worker prefetches both (it keeps none of a type that
+        // finishes fewer than 10 a second). Then one blocking held job runs (type concurrency 1), and
+        // another, claimed while the held type's quick jobs were still finishing, waits in the buffer.
         await api.producer.enqueueMany([
           ...Array.from({ length: 100 }, (_, i) => ({ type: 'worker.unheld', payload: { i } })),
           ...Array.from({ length: 100 }, (_, i) => ({ type: 'worker.held', payload: { i } })),

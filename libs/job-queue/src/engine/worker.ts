@@ -8,7 +8,7 @@ import type { EngineLogger } from './engine-logger.js';
 import type { JobRunner } from './job-runner.js';
 import type { HeldLease, LeaseHolder } from './lease-keeper.js';
 import type { OutcomeRecorder } from './outcome-recorder.js';
-import { ThroughputMeter } from './throughput-meter.js';
+import { PrefetchSizer } from './prefetch-sizer.js';
 import { isThenable } from './thenable.js';
 import { WakeSignal } from './wake-signal.js';
 import { type CompletionListener, WorkerAttempt } from './worker-attempt.js';
@@ -21,10 +21,10 @@ export interface WorkerSettings {
   /** Transactional jobs in flight at once, at most (each holds a pooled connection). */
   transactionalCapacity?: number;
   /**
-   * Claimed jobs held locally beyond the running ones, at most (0: claim only for free slots).
-   * The buffer actually kept is about 100 ms of work at the recent rate, up to this (none while no
-   * job has finished lately); a claim sent ahead (sendClaimAhead) can add one more batch of that
-   * plus `concurrency`.
+   * Claimed jobs held locally beyond the running ones, at most (0: claim only for free slots). The
+   * buffer actually kept is about 100 ms of work at the recent rate, up to this (none while no job
+   * has finished lately), each type's part of it sized by its own rate (PrefetchSizer); a claim
+   * sent ahead (sendClaimAhead) can add one more batch of that plus `concurrency`.
    */
   prefetch?: number;
 }
@@ -80,15 +80,7 @@ export class Worker implements LeaseHolder, CompletionListener {
   /** Set while pump runs: a job that finishes synchronously must not start the next one from within. */
   private pumping = false;
   private draining: Promise<{ finished: number; released: number }> | null = null;
-  private readonly throughput: ThroughputMeter;
-  /**
-   * Each type's own rate, when the worker handles several: a type's prefetch share is capped by
-   * it, so the jobs of a slow type beside fast ones are not kept waiting here (one type: the
-   * worker's rate is its rate).
-   */
-  private readonly throughputByType = new Map<string, ThroughputMeter>();
-  /** Reused by each plan: about 100 ms of each type's own work (throughputByType). */
-  private readonly prefetchByType = new Map<string, number>();
+  private readonly prefetchSizer: PrefetchSizer;
   private readonly planner: ClaimPlanner;
   private readonly prefetch: number;
   private readonly transactionalCapacity: number;
@@ -124,11 +116,9 @@ export class Worker implements LeaseHolder, CompletionListener {
     /** The clock (epoch ms) of claim ages and the rate meter; tests move it by hand. Timers keep real time. */
     private readonly now: () => number = Date.now,
   ) {
-    this.throughput = new ThroughputMeter(now);
-    const types = registry.types();
-    if (types.length > 1) for (const type of types) this.throughputByType.set(type, new ThroughputMeter(now));
     this.lastProgressAt = Date.now();
     this.prefetch = settings.prefetch ?? 0;
+    this.prefetchSizer = new PrefetchSizer(this.prefetch, registry.types(), now);
     this.transactionalCapacity = settings.transactionalCapacity ?? Infinity;
     this.planner = new ClaimPlanner(
       settings.concurrency,
@@ -392,7 +382,7 @@ export class Worker implements LeaseHolder, CompletionListener {
    * Not while outcomes fall behind, nor with prefetch off (as in every worker with flow control).
    */
   private async sendClaimAhead(): Promise<void> {
-    if (this.state !== 'running' || this.currentPrefetch() <= this.settings.concurrency || this.recording >= this.recordingLimit) return;
+    if (this.state !== 'running' || this.prefetchSizer.total() <= this.settings.concurrency || this.recording >= this.recordingLimit) return;
     const request = this.planner.plan({ ...this.load(), buffered: 0, bufferedByType: NOTHING_BUFFERED });
     if (!request) return;
     const claimed = this.store.claim(request);
@@ -432,7 +422,7 @@ export class Worker implements LeaseHolder, CompletionListener {
     if (slotsFree) return true;
     // Every slot is taken: top the buffer up only while jobs are finishing. A worker whose handlers
     // all run long (or hang) claims nothing it could not start.
-    const target = this.currentPrefetch();
+    const target = this.prefetchSizer.reachable();
     return target > 0 && this.buffer.length <= target * LOW_WATER;
   }
 
@@ -458,24 +448,6 @@ export class Worker implements LeaseHolder, CompletionListener {
     return 2 * Math.max(this.settings.concurrency, this.prefetch);
   }
 
-  /**
-   * About 100 ms of work at the recent rate, within the configured prefetch: none while no job has
-   * finished lately (an idle worker claims only for its free slots, and its buffer grows as those
-   * jobs finish), and little for slow jobs, so no worker hoards what another could start now.
-   */
-  private currentPrefetch(): number {
-    return Math.min(this.prefetch, Math.round(this.throughput.perSecond() / 10));
-  }
-
-  /** currentPrefetch for each type by its own rate; undefined when the worker handles one type. */
-  private currentPrefetchByType(): ReadonlyMap<string, number> | undefined {
-    if (this.throughputByType.size === 0) return undefined;
-    for (const [type, meter] of this.throughputByType) {
-      this.prefetchByType.set(type, Math.min(this.prefetch, Math.round(meter.perSecond() / 10)));
-    }
-    return this.prefetchByType;
-  }
-
   private load() {
     return {
       running: this.running,
@@ -483,8 +455,8 @@ export class Worker implements LeaseHolder, CompletionListener {
       runningTransactional: this.runningTransactional,
       buffered: this.buffer.length,
       bufferedByType: this.bufferedByType,
-      prefetch: this.currentPrefetch(),
-      prefetchByType: this.currentPrefetchByType(),
+      prefetch: this.prefetchSizer.total(),
+      prefetchByType: this.prefetchSizer.perType(),
     };
   }
 
@@ -605,8 +577,7 @@ export class Worker implements LeaseHolder, CompletionListener {
   }
 
   private recordOutcome(entry: WorkerAttempt, outcome: AttemptOutcome): void {
-    this.throughput.record();
-    if (this.throughputByType.size > 0) this.throughputByType.get(entry.handler.type)?.record();
+    this.prefetchSizer.record(entry.handler.type);
     this.freeSlot(entry);
     if (outcome.kind === 'succeeded') {
       // The hot path: the attempt itself joins the completion batch and hears back (completionSettled).
