@@ -311,10 +311,11 @@ describe('leases, reclaims and fencing', () => {
           return { by: label };
         }
 
+        /** Slow: at least 300 ms of work, and until the test lets it go. */
         @JobHandler('mixed.slow', { concurrency: 1 })
         async slow(_payload: unknown, job: JobContext) {
           ranBy.set(job.id, label);
-          await gates.wait(`${label}:${job.id}`);
+          await Promise.all([gates.wait(`${label}:${job.id}`), new Promise((resolve) => setTimeout(resolve, 300))]);
           return { by: label };
         }
       }
@@ -323,8 +324,8 @@ describe('leases, reclaims and fencing', () => {
     // The default lease: a renewal pass would hand a waiting job back only 10 s after its claim.
     await app('mixed-a', { concurrency: 4 }, [fastAndSlowHandlers('a')]);
     // A runs the first slow job while hundreds of fast ones go through its other slots, and it
-    // prefetches fast ones. The slow type's share of that prefetch is capped by its own rate (none
-    // finished), so the second slow job stays in the queue for any worker.
+    // prefetches fast ones. The slow type gets no share of that prefetch (none of its jobs has
+    // finished lately), so the second slow job stays in the queue for any worker.
     const jobs = await api.producer.enqueueMany([
       ...[1, 2, 3].map((n) => ({ type: 'mixed.slow', payload: { n } })),
       ...Array.from({ length: 300 }, (_, n) => ({ type: 'mixed.fast', payload: { n } })),
@@ -341,7 +342,8 @@ describe('leases, reclaims and fencing', () => {
     expect(await jobRow(second)).toMatchObject({ status: 'pending', attempts: 0, worker_id: null });
 
     // The first slow job finishes: A claims the second for the freed slot, and still none behind
-    // it (one job that just finished is no rate; the worker as a whole reads it as 20 jobs/s).
+    // it (its one slot frees every 300 ms or more), though the worker as a whole reads that finish
+    // as 20 jobs/s and would keep two.
     gates.open(`a:${first}`);
     await waitFor(() => ranBy.get(second) === 'a', { message: 'A running the second slow job' });
     expect(await jobRow(third)).toMatchObject({ status: 'pending', attempts: 0, worker_id: null });

@@ -4,40 +4,59 @@ import { ThroughputMeter } from './throughput-meter.js';
 const BUFFER_MS = 100;
 /** Jobs per second ÷ this = jobs in BUFFER_MS. */
 const PER_BUFFER = 1_000 / BUFFER_MS;
-/**
- * A type's own rate is read over its burst's age only from this many finished jobs: one job that
- * just finished would read as 20 jobs/s (the meter's 50 ms floor), and give a slow type a buffer
- * share right after each of its finishes.
- */
-const TYPE_BURST_JOBS = 3;
+/** A type has finished jobs lately if one finished this recently (the rate meter's window). */
+const LATELY_MS = 250;
+/** The newest run time's weight in a type's average: a few jobs move it. */
+const RUN_TIME_WEIGHT = 0.25;
+
+/** What sizes one type's part of the buffer. */
+interface TypeTiming {
+  readonly concurrency: number;
+  /** Average run time of its recent jobs (ms); negative until one has finished. */
+  meanMs: number;
+  lastFinishedAt: number;
+}
 
 /**
  * How many claimed jobs a worker keeps waiting to start: about 100 ms of work at its recent
- * completion rate, within the configured ceiling, and none while no job has finished lately. In a
- * worker that handles several types, each type's part is also held to about 100 ms of that type's
- * own work, so the jobs of a slow type beside fast ones are not kept waiting behind its running
- * ones, leased, while another worker could start them.
+ * completion rate, within the configured ceiling, and none while no job has finished lately.
+ *
+ * In a worker that handles several types, each type's share is also held to what its own slots
+ * start in about 100 ms at its jobs' recent run time (concurrency × 100 ms ÷ run time), and to
+ * none once none of its jobs has finished lately (they may hang). A job beyond that would wait
+ * for its type's slots while another worker could start it now. The type's run time is used, not
+ * its rate: jobs that started together finish together, and a burst of finishes of a slow type
+ * reads as a high rate.
  */
 export class PrefetchSizer {
+  /** Whether record() needs each job's start: several types, and prefetch on. */
+  readonly timesTypes: boolean;
   private readonly all: ThroughputMeter;
-  /** Empty with one type (the worker's rate is its rate) or with prefetch off. */
-  private readonly byType = new Map<string, ThroughputMeter>();
+  private readonly timings = new Map<string, TypeTiming>();
   /** Reused by each reading of perType(). */
-  private readonly sizes = new Map<string, number>();
+  private readonly parts = new Map<string, number>();
 
   constructor(
     private readonly ceiling: number,
-    types: readonly string[],
-    now: () => number = Date.now,
+    types: ReadonlyArray<{ type: string; concurrency: number }>,
+    private readonly now: () => number = Date.now,
   ) {
     this.all = new ThroughputMeter(now);
-    if (ceiling > 0 && types.length > 1) for (const type of types) this.byType.set(type, new ThroughputMeter(now, TYPE_BURST_JOBS));
+    this.timesTypes = ceiling > 0 && types.length > 1;
+    if (!this.timesTypes) return;
+    for (const { type, concurrency } of types) this.timings.set(type, { concurrency, meanMs: -1, lastFinishedAt: -Infinity });
   }
 
-  /** A job of `type` has finished. */
-  record(type: string): void {
+  /** A job of `type` has finished; `startedAt` (on this sizer's clock) is read only if timesTypes. */
+  record(type: string, startedAt: number): void {
     this.all.record();
-    this.byType.get(type)?.record();
+    if (!this.timesTypes) return;
+    const timing = this.timings.get(type);
+    if (!timing) return;
+    const now = this.now();
+    const ms = Math.max(0, now - startedAt);
+    timing.meanMs = timing.meanMs < 0 ? ms : timing.meanMs + (ms - timing.meanMs) * RUN_TIME_WEIGHT;
+    timing.lastFinishedAt = now;
   }
 
   /** The whole buffer's size now. */
@@ -45,24 +64,17 @@ export class PrefetchSizer {
     return Math.min(this.ceiling, Math.round(this.all.perSecond() / PER_BUFFER));
   }
 
-  /** Each type's part now, at most; undefined when the worker handles one type. */
+  /** Each type's share now, at most; undefined unless timesTypes. */
   perType(): ReadonlyMap<string, number> | undefined {
-    if (this.byType.size === 0) return undefined;
-    for (const [type, meter] of this.byType) this.sizes.set(type, this.part(meter));
-    return this.sizes;
+    if (!this.timesTypes) return undefined;
+    const now = this.now();
+    for (const [type, timing] of this.timings) this.parts.set(type, this.part(timing, now));
+    return this.parts;
   }
 
-  /** What the buffer can fill to now: the total, or the types' parts together if less. */
-  reachable(): number {
-    const total = this.total();
-    if (this.byType.size === 0 || total === 0) return total;
-    let parts = 0;
-    for (const meter of this.byType.values()) parts += this.part(meter);
-    return Math.min(total, parts);
-  }
-
-  /** Rounded down: a type's job is kept waiting only if one of its slots frees within about 100 ms. */
-  private part(meter: ThroughputMeter): number {
-    return Math.min(this.ceiling, Math.floor(meter.perSecond() / PER_BUFFER));
+  /** Rounded down: a job is kept waiting only if one of its type's slots frees within about 100 ms. */
+  private part(timing: TypeTiming, now: number): number {
+    if (now - timing.lastFinishedAt >= LATELY_MS) return 0;
+    return Math.min(this.ceiling, Math.floor((timing.concurrency * BUFFER_MS) / Math.max(1, timing.meanMs)));
   }
 }

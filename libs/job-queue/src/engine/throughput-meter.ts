@@ -9,8 +9,6 @@ const WINDOW_MS = BUCKETS * BUCKET_MS;
  * hoarded by one worker. A burst that began less than a window ago (after the meter was empty) is
  * measured over its own age, at least one bucket: over the whole window it would read up to five
  * times too low, and the worker would spend the burst's first tenth of a second on small claims.
- * With `burstJobs`, a burst is read over its own age only once it holds that many jobs: fewer
- * are read over the whole window, so one job that just finished does not read as 20 jobs/s.
  */
 export class ThroughputMeter {
   private readonly buckets = new Array<number>(BUCKETS).fill(0);
@@ -21,10 +19,7 @@ export class ThroughputMeter {
   /** When the first job went into an empty window. */
   private activeSince = 0;
 
-  constructor(
-    private readonly now: () => number = Date.now,
-    private readonly burstJobs = 1,
-  ) {}
+  constructor(private readonly now: () => number = Date.now) {}
 
   record(): void {
     const now = this.advance();
@@ -38,8 +33,7 @@ export class ThroughputMeter {
     if (this.total === 0) return 0;
     // The buckets cover the four whole ones behind the current one, plus the current one so far.
     const covered = WINDOW_MS - BUCKET_MS + (now - this.bucketStart);
-    const over = this.total < this.burstJobs ? covered : Math.min(covered, now - this.activeSince);
-    return (this.total * 1_000) / Math.max(BUCKET_MS, over);
+    return (this.total * 1_000) / Math.max(BUCKET_MS, Math.min(covered, now - this.activeSince));
   }
 
   /** Moves the window to now, emptying the buckets it leaves behind; returns now. */

@@ -23,6 +23,8 @@ export class WorkerAttempt extends AttemptControl implements HeldLease, PendingC
   renewedAt: number;
   /** It holds a concurrency slot (started, and the handler has not finished). */
   slotHeld = false;
+  /** When it started (the worker's clock), if the worker times its types (PrefetchSizer). */
+  startedAt = 0;
   /** Set when the handler succeeded: the result as JSON text. */
   resultJson = 'null';
 

@@ -23,8 +23,8 @@ export interface WorkerSettings {
   /**
    * Claimed jobs held locally beyond the running ones, at most (0: claim only for free slots). The
    * buffer actually kept is about 100 ms of work at the recent rate, up to this (none while no job
-   * has finished lately), each type's part of it sized by its own rate (PrefetchSizer); a claim
-   * sent ahead (sendClaimAhead) can add one more batch of that plus `concurrency`.
+   * has finished lately), each type's share of it by its own run time (PrefetchSizer); a claim sent
+   * ahead (sendClaimAhead) can add one more batch of that plus `concurrency`.
    */
   prefetch?: number;
 }
@@ -118,7 +118,7 @@ export class Worker implements LeaseHolder, CompletionListener {
   ) {
     this.lastProgressAt = Date.now();
     this.prefetch = settings.prefetch ?? 0;
-    this.prefetchSizer = new PrefetchSizer(this.prefetch, registry.types(), now);
+    this.prefetchSizer = new PrefetchSizer(this.prefetch, registry.all(), now);
     this.transactionalCapacity = settings.transactionalCapacity ?? Infinity;
     this.planner = new ClaimPlanner(
       settings.concurrency,
@@ -421,8 +421,9 @@ export class Worker implements LeaseHolder, CompletionListener {
     if (this.queueLooksEmpty && Date.now() - this.lastClaimAt < this.settings.pollIntervalMs) return false;
     if (slotsFree) return true;
     // Every slot is taken: top the buffer up only while jobs are finishing. A worker whose handlers
-    // all run long (or hang) claims nothing it could not start.
-    const target = this.prefetchSizer.reachable();
+    // all run long (or hang) claims nothing it could not start. (With several types, the plan may
+    // still come out empty, every type held to its own share: a wasted round, at low rates only.)
+    const target = this.prefetchSizer.total();
     return target > 0 && this.buffer.length <= target * LOW_WATER;
   }
 
@@ -538,6 +539,7 @@ export class Worker implements LeaseHolder, CompletionListener {
   private launch(entry: WorkerAttempt): void {
     const { job, handler } = entry;
     entry.slotHeld = true;
+    if (this.prefetchSizer.timesTypes) entry.startedAt = this.now();
     this.active.set(job.id, entry);
     this.holdSlot(handler, 1);
     if (handler.rateLimit) {
@@ -577,7 +579,7 @@ export class Worker implements LeaseHolder, CompletionListener {
   }
 
   private recordOutcome(entry: WorkerAttempt, outcome: AttemptOutcome): void {
-    this.prefetchSizer.record(entry.handler.type);
+    this.prefetchSizer.record(entry.handler.type, entry.startedAt);
     this.freeSlot(entry);
     if (outcome.kind === 'succeeded') {
       // The hot path: the attempt itself joins the completion batch and hears back (completionSettled).

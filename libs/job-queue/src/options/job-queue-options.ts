@@ -31,12 +31,12 @@ export interface JobQueueOptions {
    * round trips. They hold leases; a drain hands them back untouched. Off (0) in a worker that
    * handles a type with a rate limit, global concurrency or circuit breaker, whose starts must
    * follow the claim at once. The buffer adapts to about 100 ms of work at the recent rate (none
-   * while no job has finished lately), and in a worker with several types each type's part of it to
-   * about 100 ms of that type's own work, so slow jobs are not hoarded; this is its ceiling. A job
-   * still waiting in it a renewal interval (`leaseMs / 3`, at least 1 s) after its claim is handed
-   * back at the next renewal pass, for any worker to take. While a backlog of jobs that run faster
-   * than a claim's round trip is worked, one more claim of that many plus `concurrency` may be on
-   * its way. @default 1000
+   * while no job has finished lately), and in a worker with several types each type's share of it
+   * to what its own slots start in about 100 ms at its jobs' recent run time, so slow jobs are not
+   * hoarded; this is its ceiling. A job still waiting in it a renewal interval (`leaseMs / 3`, at
+   * least 1 s) after its claim is handed back at the next renewal pass, for any worker to take.
+   * While a backlog of jobs that run faster than a claim's round trip is worked, one more claim of
+   * that many plus `concurrency` may be on its way. @default 1000
    */
   prefetch?: number;
   /** Longest idle wait between claims; notifications wake workers sooner. @default 1000 */
