@@ -16,14 +16,14 @@ export interface WorkerLoad {
   running: number;
   runningByType: ReadonlyMap<string, number>;
   runningTransactional: number;
-  /** Claimed and leased, waiting in the local buffer to start. */
+  /** Claimed and leased, not started: waiting in the local buffer, or being handed back. */
   buffered: number;
   bufferedByType: ReadonlyMap<string, number>;
   /** How many claimed jobs to keep waiting now (at most the configured prefetch). */
   prefetch?: number;
   /**
-   * How many of each type's jobs to keep waiting now, at most: about 100 ms of that type's own
-   * work. Absent: each type's share of `prefetch` alone.
+   * Each type's share of the buffer now, at most: what its own slots start in about 100 ms
+   * (PrefetchSizer). Absent: each type's share of `prefetch` alone.
    */
   prefetchByType?: ReadonlyMap<string, number>;
 }
@@ -43,12 +43,13 @@ export function rateWindowMs(perMs: number): number {
  * spare. With prefetch, the worker also keeps up to `prefetch` claimed jobs waiting locally, each
  * type in proportion to its concurrency (transactional ones, together, up to the spare
  * connections plus `prefetch`), so a fast stream of jobs needs few claim round trips. A type's
- * share is also capped by its own recent rate (prefetchByType), so a slow type beside fast ones
- * keeps no jobs waiting here that another worker could start now.
+ * share (what waits beyond its free slots, for its own slots) is also capped by prefetchByType, so
+ * a slow type beside fast ones keeps no jobs waiting here that another worker could start now.
  */
 export class ClaimPlanner {
   private rotation = 0;
   private readonly flowControl: boolean;
+  private readonly transactionalTypes: readonly string[];
 
   constructor(
     private readonly concurrency: number,
@@ -61,6 +62,7 @@ export class ClaimPlanner {
     private readonly maxPrefetch = 0,
   ) {
     this.flowControl = types.some((t) => t.rateLimit || t.globalConcurrency || t.circuitBreaker);
+    this.transactionalTypes = types.filter((t) => t.transactional).map((t) => t.type);
   }
 
   plan(load: WorkerLoad): ClaimRequest | null {
@@ -73,7 +75,7 @@ export class ClaimPlanner {
     // Transactional jobs held (running or buffered) stay within the spare connections plus the
     // prefetch: beyond that, a buffered one would wait for a connection, not for a slot.
     let bufferedTransactional = 0;
-    for (const { type, transactional } of this.types) if (transactional) bufferedTransactional += load.bufferedByType.get(type) ?? 0;
+    for (const type of this.transactionalTypes) bufferedTransactional += load.bufferedByType.get(type) ?? 0;
     let transactionalFree = this.transactionalCapacity - load.runningTransactional - bufferedTransactional + prefetch;
     // Rotate which transactional type gets the shared connections first, so none starves.
     const offset = this.types.length > 0 ? this.rotation++ % this.types.length : 0;

@@ -432,6 +432,27 @@ describe('Worker', () => {
       expect(worker.heldLeases().map((lease) => lease.id).filter((id) => buffered.includes(id))).toEqual([]);
     });
 
+    it('while a hand-back keeps failing, counts its jobs as buffered: a freed slot claims only for itself', async () => {
+      const { clock, hung, store, worker, buffered } = await stuckWithABuffer();
+      expect(buffered.length).toBeGreaterThanOrEqual(5);
+      store.release = async () => {
+        throw new Error('connection reset');
+      };
+      clock.now += 1_000;
+      expect(await worker.handBackWaiting(1_000)).toBe(0);
+      const limits: number[] = [];
+      const claim = store.claim.bind(store);
+      store.claim = (request) => (limits.push(request.limit), claim(request));
+      // A slot frees: one job finished just now reads as 20 jobs/s, a buffer of 2, which the jobs
+      // still to be handed back already fill.
+      clock.now += 1;
+      store.queue('fresh-1', 'fresh-2', 'fresh-3');
+      hung[0]();
+      worker.nudge();
+      await until(() => limits.length > 0, 'a claim for the freed slot');
+      expect(limits[0]).toBe(1);
+    });
+
     it('a drain after a hand-back that failed releases those jobs too', async () => {
       const { clock, store, worker, buffered } = await stuckWithABuffer();
       const release = store.release.bind(store);

@@ -417,14 +417,22 @@ export class Worker implements LeaseHolder, CompletionListener {
   private wantsToClaim(): boolean {
     const slotsFree = this.running < this.settings.concurrency;
     // Cheapest tests first: this runs each time a job finishes.
-    if ((!slotsFree && this.buffer.length > this.prefetch * LOW_WATER) || this.recording >= this.recordingLimit) return false;
+    if ((!slotsFree && this.unstarted > this.prefetch * LOW_WATER) || this.recording >= this.recordingLimit) return false;
     if (this.queueLooksEmpty && Date.now() - this.lastClaimAt < this.settings.pollIntervalMs) return false;
     if (slotsFree) return true;
     // Every slot is taken: top the buffer up only while jobs are finishing. A worker whose handlers
     // all run long (or hang) claims nothing it could not start. (With several types, the plan may
     // still come out empty, every type held to its own share: a wasted round, at low rates only.)
     const target = this.prefetchSizer.total();
-    return target > 0 && this.buffer.length <= target * LOW_WATER;
+    return target > 0 && this.unstarted <= target * LOW_WATER;
+  }
+
+  /**
+   * Claimed jobs not started: buffered, or being handed back. Those being handed back take buffer
+   * room too, so hand-backs that keep failing cannot grow what the worker holds pass after pass.
+   */
+  private get unstarted(): number {
+    return this.buffer.length + this.returning.length;
   }
 
   /**
@@ -454,7 +462,7 @@ export class Worker implements LeaseHolder, CompletionListener {
       running: this.running,
       runningByType: this.runningByType,
       runningTransactional: this.runningTransactional,
-      buffered: this.buffer.length,
+      buffered: this.unstarted,
       bufferedByType: this.bufferedByType,
       prefetch: this.prefetchSizer.total(),
       prefetchByType: this.prefetchSizer.perType(),
