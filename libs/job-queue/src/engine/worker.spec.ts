@@ -357,6 +357,43 @@ describe('Worker', () => {
     expect(worker.heldLeases().map((lease) => lease.id)).toEqual(['0', '1']);
   });
 
+  it('drops a job whose cancel is heard while the claim that took it is still out: its handler never runs', async () => {
+    const ran: string[] = [];
+    const { store, worker } = setup(
+      handlerStub({
+        type: 'unit.job',
+        invoke: (payload) => {
+          ran.push((payload as { id: string }).id);
+        },
+      }),
+    );
+    let letClaimBack!: () => void;
+    const claimBack = new Promise<void>((resolve) => (letClaimBack = resolve));
+    const claim = store.claim.bind(store);
+    let claims = 0;
+    store.claim = async (request) => {
+      const first = ++claims === 1;
+      const jobs = await claim(request);
+      if (first) await claimBack;
+      return jobs;
+    };
+    store.queue('a', 'b');
+    worker.start();
+    await until(() => claims === 1, 'the claim sent');
+    // The claim has taken both; a cancel of 'a' commits and its notification comes first.
+    worker.interrupt('a', 'cancelled');
+    letClaimBack();
+    await until(() => store.completed.includes('b'), 'b run');
+    expect(ran).toEqual(['b']);
+    expect(worker.heldLeases().map((lease) => lease.id)).toEqual([]);
+    // Once the claim is back, a cancel that matches nothing is forgotten: 'c', claimed later, runs.
+    worker.interrupt('c', 'cancelled');
+    store.queue('c');
+    worker.nudge();
+    await until(() => store.completed.includes('c'), 'c run');
+    expect(ran).toEqual(['b', 'c']);
+  });
+
   describe('handing back prefetched jobs', () => {
     const ids = [...Array.from({ length: 200 }, (_, i) => `fast-${i}`), 'hang-1', 'hang-2', ...Array.from({ length: 20 }, (_, i) => `tail-${i}`)];
 

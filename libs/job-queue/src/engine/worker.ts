@@ -98,6 +98,14 @@ export class Worker implements LeaseHolder, CompletionListener {
   private readonly typesWithMore = new Set<string>();
   /** A claim sent before the batch it follows runs (sendClaimAhead), awaited in the loop's next round. */
   private claimAhead: { request: ClaimRequest; claimed: Promise<ClaimedJob[]>; nudgesAtSend: number } | null = null;
+  /** A claim is out (one at a time: a claim sent ahead goes only after the last came back). */
+  private claimOut = false;
+  /**
+   * Cancels heard while a claim was out that matched nothing here: the cancel may have committed
+   * just after that claim took the job, its notification arriving before the claim's rows. Those
+   * jobs are dropped when the rows come in, so a job cancelled before it started never starts.
+   */
+  private readonly cancelledWhileClaiming = new Set<string>();
   /** Counts notifications, so one that arrives during a claim is not lost. */
   private nudges = 0;
   /** Set while the loop waits for the database: slow or away is not stuck (liveness). */
@@ -277,7 +285,11 @@ export class Worker implements LeaseHolder, CompletionListener {
       return;
     }
     const entry = this.active.get(jobId);
-    if (!entry || !holds(entry)) return;
+    if (!entry) {
+      if (reason === 'cancelled' && leaseToken === undefined && this.claimOut) this.cancelledWhileClaiming.add(jobId);
+      return;
+    }
+    if (!holds(entry)) return;
     const why =
       reason === 'cancelled' ? new Error('job was cancelled') : new Error('lease lost: another worker may own this job now');
     entry.interrupt(reason, why);
@@ -319,8 +331,10 @@ export class Worker implements LeaseHolder, CompletionListener {
           const nudgesBefore = ahead ? ahead.nudgesAtSend : this.nudges;
           try {
             this.waitingOnDatabase = true;
+            this.claimOut = true;
             claimed = await (ahead ? ahead.claimed : this.store.claim(request));
           } catch (error) {
+            this.claimReturned();
             this.logger.warn(`Claiming jobs failed: ${(error as Error)?.message ?? error}; retrying.`);
             await this.wake.wait(Math.min(CLAIM_ERROR_BACKOFF_MS, this.settings.pollIntervalMs));
             continue;
@@ -359,7 +373,7 @@ export class Worker implements LeaseHolder, CompletionListener {
     for (const { type, limit } of request.perType) note(type, counts.get(type) ?? 0, limit);
   }
 
-  /** Claimed jobs join the buffer, in claim order. */
+  /** Claimed jobs join the buffer, in claim order; those cancelled while the claim was out are dropped. */
   private bufferClaimed(claimed: readonly ClaimedJob[]): void {
     const claimedAt = this.now();
     this.lastClaimAt = Date.now();
@@ -368,6 +382,17 @@ export class Worker implements LeaseHolder, CompletionListener {
       this.buffer.push(new WorkerAttempt(job, this.registry.get(job.type) as RegisteredHandler, claimedAt, this));
       this.countBuffered(job.type, 1);
     }
+    const cancelled = this.claimReturned();
+    if (cancelled) for (const job of claimed) if (cancelled.has(job.id)) this.interrupt(job.id, 'cancelled');
+  }
+
+  /** The claim that was out is back (or failed); returns the cancels heard meanwhile, if any. */
+  private claimReturned(): ReadonlySet<string> | null {
+    this.claimOut = false;
+    if (this.cancelledWhileClaiming.size === 0) return null;
+    const cancelled = new Set(this.cancelledWhileClaiming);
+    this.cancelledWhileClaiming.clear();
+    return cancelled;
   }
 
   /**
@@ -385,6 +410,7 @@ export class Worker implements LeaseHolder, CompletionListener {
     if (this.state !== 'running' || this.prefetchSizer.total() <= this.settings.concurrency || this.recording >= this.recordingLimit) return;
     const request = this.planner.plan({ ...this.load(), buffered: 0, bufferedByType: NOTHING_BUFFERED });
     if (!request) return;
+    this.claimOut = true;
     const claimed = this.store.claim(request);
     // Awaited in the loop's next round (or as it ends); until then a failure must not count as unhandled.
     claimed.catch(() => undefined);
@@ -403,6 +429,7 @@ export class Worker implements LeaseHolder, CompletionListener {
       this.bufferClaimed(await ahead.claimed);
     } catch (error) {
       // A failed claim claimed nothing.
+      this.claimReturned();
       this.logger.warn(`Claiming jobs failed: ${(error as Error)?.message ?? error}.`);
     }
   }
