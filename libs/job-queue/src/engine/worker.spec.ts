@@ -367,31 +367,75 @@ describe('Worker', () => {
         },
       }),
     );
-    let letClaimBack!: () => void;
-    const claimBack = new Promise<void>((resolve) => (letClaimBack = resolve));
+    // A claim called while `held` is set takes its jobs, then waits for the test to let it come back.
+    let held: Promise<void> | null = null;
+    let letBack = () => undefined as void;
+    const hold = () => (held = new Promise<void>((resolve) => (letBack = () => ((held = null), resolve()))));
     const claim = store.claim.bind(store);
     let claims = 0;
     store.claim = async (request) => {
-      const first = ++claims === 1;
+      claims++;
+      const gate = held;
       const jobs = await claim(request);
-      if (first) await claimBack;
+      await gate;
       return jobs;
     };
     store.queue('a', 'b');
+    hold();
     worker.start();
     await until(() => claims === 1, 'the claim sent');
     // The claim has taken both; a cancel of 'a' commits and its notification comes first.
     worker.interrupt('a', 'cancelled');
-    letClaimBack();
+    letBack();
     await until(() => store.completed.includes('b'), 'b run');
     expect(ran).toEqual(['b']);
     expect(worker.heldLeases().map((lease) => lease.id)).toEqual([]);
-    // Once the claim is back, a cancel that matches nothing is forgotten: 'c', claimed later, runs.
+
+    // A cancel heard while a claim without that job is out is forgotten once the claim is back.
+    hold();
+    const before = claims;
+    await until(() => claims > before, 'another claim out');
     worker.interrupt('c', 'cancelled');
+    letBack();
     store.queue('c');
     worker.nudge();
     await until(() => store.completed.includes('c'), 'c run');
     expect(ran).toEqual(['b', 'c']);
+  });
+
+  it('drops a job whose cancel is heard while the claim sent ahead that took it is out', async () => {
+    const ran: string[] = [];
+    const claims: string[][] = [];
+    let cancelled: string | null = null;
+    const { store, worker } = setup(
+      handlerStub({
+        type: 'unit.job',
+        concurrency: 4,
+        invoke: (payload) => {
+          ran.push((payload as { id: string }).id);
+          // The third claim was sent ahead of the second's batch, which runs now: its rows are not
+          // in the buffer yet. One of its jobs is cancelled.
+          if (claims.length === 3 && cancelled === null) {
+            cancelled = claims[2][0];
+            worker.interrupt(cancelled, 'cancelled');
+          }
+        },
+      }),
+      { prefetch: 100 },
+    );
+    const claim = store.claim.bind(store);
+    store.claim = async (request) => {
+      const jobs = await claim(request);
+      claims.push(jobs.map((job) => job.id));
+      return jobs;
+    };
+    const ids = Array.from({ length: 200 }, (_, i) => String(i));
+    store.queue(...ids);
+    worker.start();
+    await until(() => store.completed.length === 199, 'every other job completed');
+    expect(cancelled).not.toBeNull();
+    expect(ran).not.toContain(cancelled);
+    expect([...ran].sort()).toEqual(ids.filter((id) => id !== cancelled).sort());
   });
 
   describe('handing back prefetched jobs', () => {

@@ -271,6 +271,9 @@ export class Worker implements LeaseHolder, CompletionListener {
    */
   interrupt(jobId: string, reason: 'lease-lost' | 'cancelled', leaseToken?: string): void {
     const holds = (lease: Lease) => leaseToken === undefined || lease.leaseToken === leaseToken;
+    // Also when it matches an attempt here: the claim out may hold a newer one (this one's lease
+    // lost, the job claimed again). A cancelled job never becomes claimable again, so this is safe.
+    if (reason === 'cancelled' && leaseToken === undefined && this.claimOut) this.cancelledWhileClaiming.add(jobId);
     // Being handed back: the database has let it go already (a hand-back that failed late).
     const returning = this.returning.findIndex((r) => r.id === jobId && holds(r));
     if (returning >= 0) {
@@ -285,11 +288,7 @@ export class Worker implements LeaseHolder, CompletionListener {
       return;
     }
     const entry = this.active.get(jobId);
-    if (!entry) {
-      if (reason === 'cancelled' && leaseToken === undefined && this.claimOut) this.cancelledWhileClaiming.add(jobId);
-      return;
-    }
-    if (!holds(entry)) return;
+    if (!entry || !holds(entry)) return;
     const why =
       reason === 'cancelled' ? new Error('job was cancelled') : new Error('lease lost: another worker may own this job now');
     entry.interrupt(reason, why);
@@ -375,6 +374,7 @@ export class Worker implements LeaseHolder, CompletionListener {
 
   /** Claimed jobs join the buffer, in claim order; those cancelled while the claim was out are dropped. */
   private bufferClaimed(claimed: readonly ClaimedJob[]): void {
+    const cancelled = this.claimReturned();
     const claimedAt = this.now();
     this.lastClaimAt = Date.now();
     this.dropStaleAttempts(claimed);
@@ -382,7 +382,6 @@ export class Worker implements LeaseHolder, CompletionListener {
       this.buffer.push(new WorkerAttempt(job, this.registry.get(job.type) as RegisteredHandler, claimedAt, this));
       this.countBuffered(job.type, 1);
     }
-    const cancelled = this.claimReturned();
     if (cancelled) for (const job of claimed) if (cancelled.has(job.id)) this.interrupt(job.id, 'cancelled');
   }
 
@@ -408,7 +407,8 @@ export class Worker implements LeaseHolder, CompletionListener {
    */
   private async sendClaimAhead(): Promise<void> {
     if (this.state !== 'running' || this.prefetchSizer.total() <= this.settings.concurrency || this.recording >= this.recordingLimit) return;
-    const request = this.planner.plan({ ...this.load(), buffered: 0, bufferedByType: NOTHING_BUFFERED });
+    // As if the buffer had run; jobs still being handed back keep their room.
+    const request = this.planner.plan({ ...this.load(), buffered: this.returning.length, bufferedByType: NOTHING_BUFFERED });
     if (!request) return;
     this.claimOut = true;
     const claimed = this.store.claim(request);
