@@ -163,6 +163,18 @@ function watchClaims(store: ScriptedStore, started: () => number): { taken: numb
   return { taken, ahead: () => taken.map((_, i) => i).filter((i) => i > 0 && waiting[i] > 0 && taken[i] === taken[i - 1]) };
 }
 
+/** The ids each claim took, in claim order, as the claims come back. */
+function claimedIds(store: ScriptedStore): string[][] {
+  const claims: string[][] = [];
+  const claim = store.claim.bind(store);
+  store.claim = async (request) => {
+    const jobs = await claim(request);
+    claims.push(jobs.map((job) => job.id));
+    return jobs;
+  };
+  return claims;
+}
+
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((worker) => worker.drain(100)));
 });
@@ -302,7 +314,6 @@ describe('Worker', () => {
 
   it('a drain that begins while a claim sent ahead is out hands that claim’s jobs back, unstarted', async () => {
     const ran: string[] = [];
-    const claims: string[][] = [];
     let draining: Promise<{ finished: number; released: number }> | null = null;
     const { store, worker } = setup(
       handlerStub({
@@ -316,12 +327,7 @@ describe('Worker', () => {
       }),
       { prefetch: 100 },
     );
-    const claim = store.claim.bind(store);
-    store.claim = async (request) => {
-      const jobs = await claim(request);
-      claims.push(jobs.map((job) => job.id));
-      return jobs;
-    };
+    const claims = claimedIds(store);
     store.queue(...Array.from({ length: 200 }, (_, i) => String(i)));
     worker.start();
     await until(() => draining !== null, 'the drain begun');
@@ -405,7 +411,6 @@ describe('Worker', () => {
 
   it('drops a job whose cancel is heard while the claim sent ahead that took it is out', async () => {
     const ran: string[] = [];
-    const claims: string[][] = [];
     let cancelled: string | null = null;
     const { store, worker } = setup(
       handlerStub({
@@ -423,12 +428,7 @@ describe('Worker', () => {
       }),
       { prefetch: 100 },
     );
-    const claim = store.claim.bind(store);
-    store.claim = async (request) => {
-      const jobs = await claim(request);
-      claims.push(jobs.map((job) => job.id));
-      return jobs;
-    };
+    const claims = claimedIds(store);
     const ids = Array.from({ length: 200 }, (_, i) => String(i));
     store.queue(...ids);
     worker.start();
