@@ -175,6 +175,33 @@ function claimedIds(store: ScriptedStore): string[][] {
   return claims;
 }
 
+/**
+ * 200 short jobs at concurrency 4 with prefetch. `whileAheadIsOut` runs once, inside the batch of
+ * the second claim, while the third (sent ahead of that batch) is out and its rows not buffered.
+ */
+function withClaimAheadOut(whileAheadIsOut: (worker: Worker, ahead: readonly string[]) => void) {
+  const ran: string[] = [];
+  let fired = false;
+  const { store, worker } = setup(
+    handlerStub({
+      type: 'unit.job',
+      concurrency: 4,
+      invoke: (payload) => {
+        ran.push((payload as { id: string }).id);
+        if (claims.length === 3 && !fired) {
+          fired = true;
+          whileAheadIsOut(worker, claims[2]);
+        }
+      },
+    }),
+    { prefetch: 100 },
+  );
+  const claims = claimedIds(store);
+  store.queue(...Array.from({ length: 200 }, (_, i) => String(i)));
+  worker.start();
+  return { store, ran, claims };
+}
+
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((worker) => worker.drain(100)));
 });
@@ -313,23 +340,8 @@ describe('Worker', () => {
   });
 
   it('a drain that begins while a claim sent ahead is out hands that claim’s jobs back, unstarted', async () => {
-    const ran: string[] = [];
     let draining: Promise<{ finished: number; released: number }> | null = null;
-    const { store, worker } = setup(
-      handlerStub({
-        type: 'unit.job',
-        concurrency: 4,
-        invoke: (payload) => {
-          ran.push((payload as { id: string }).id);
-          // Shutdown begins as the first batch claimed with another claim sent ahead runs.
-          if (claims.length === 3 && draining === null) draining = worker.drain(1_000);
-        },
-      }),
-      { prefetch: 100 },
-    );
-    const claims = claimedIds(store);
-    store.queue(...Array.from({ length: 200 }, (_, i) => String(i)));
-    worker.start();
+    const { store, ran, claims } = withClaimAheadOut((worker) => (draining = worker.drain(1_000)));
     await until(() => draining !== null, 'the drain begun');
     const { released } = await draining!;
     // Claimed: the first batch, then the second with the third sent ahead of it; nothing after.
@@ -410,28 +422,12 @@ describe('Worker', () => {
   });
 
   it('drops a job whose cancel is heard while the claim sent ahead that took it is out', async () => {
-    const ran: string[] = [];
     let cancelled: string | null = null;
-    const { store, worker } = setup(
-      handlerStub({
-        type: 'unit.job',
-        concurrency: 4,
-        invoke: (payload) => {
-          ran.push((payload as { id: string }).id);
-          // The third claim was sent ahead of the second's batch, which runs now: its rows are not
-          // in the buffer yet. One of its jobs is cancelled.
-          if (claims.length === 3 && cancelled === null) {
-            cancelled = claims[2][0];
-            worker.interrupt(cancelled, 'cancelled');
-          }
-        },
-      }),
-      { prefetch: 100 },
-    );
-    const claims = claimedIds(store);
+    const { store, ran } = withClaimAheadOut((worker, ahead) => {
+      cancelled = ahead[0];
+      worker.interrupt(cancelled, 'cancelled');
+    });
     const ids = Array.from({ length: 200 }, (_, i) => String(i));
-    store.queue(...ids);
-    worker.start();
     await until(() => store.completed.length === 199, 'every other job completed');
     expect(cancelled).not.toBeNull();
     expect(ran).not.toContain(cancelled);
