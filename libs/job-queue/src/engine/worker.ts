@@ -181,7 +181,11 @@ export class Worker implements LeaseHolder, CompletionListener {
     this.wake.notify();
   }
 
-  /** Stops claiming and starting at once (shutdown has begun); started jobs keep running. */
+  /**
+   * Stops claiming, and starting buffered jobs, at once (shutdown has begun); started jobs keep
+   * running. A handler that calls this while a batch of synchronous jobs is being started lets
+   * that batch run to its end: those jobs are started in one pass, which checks the state once.
+   */
   stopClaiming(): void {
     if (this.state !== 'running') return;
     this.state = 'draining';
