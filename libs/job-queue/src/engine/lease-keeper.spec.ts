@@ -1,4 +1,4 @@
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { JobStore, Lease, RenewalResult } from '../persistence/job.store.js';
 import type { JobStatus } from '../persistence/job-status.js';
 import type { EngineLogger } from './engine-logger.js';
@@ -132,6 +132,30 @@ describe('LeaseKeeper', () => {
       store.during = () => (now += 15_000); // the failing call itself took 15 s
       expect(await keeper.runOnce()).toEqual({ renewed: 0, lost: 1, handedBack: 0 });
       expect(gone).toEqual([{ id: '1', status: null }]);
+    });
+
+    it('by its default clock, presumes nothing lost when the wall clock steps forward', async () => {
+      // Only the wall clock is faked (Date), from before the keeper exists, so a step can be made.
+      vi.useFakeTimers({ toFake: ['Date'] });
+      try {
+        const holder: LeaseHolder = {
+          handBackWaiting: async () => 0,
+          heldLeases: () => leases,
+          leaseGone: (lease, status) => gone.push({ id: lease.id, status }),
+        };
+        const logger: EngineLogger = { log: () => undefined, warn: () => undefined, error: () => undefined };
+        const realKeeper = new LeaseKeeper(store as unknown as JobStore, LEASE_MS, holder, logger);
+        store.error = null;
+        hold('1', 0);
+        expect(await realKeeper.runOnce()).toEqual({ renewed: 1, lost: 0, handedBack: 0 });
+        // The database goes away, and the wall clock jumps two leases ahead (NTP, a resumed VM).
+        store.error = new Error('connection refused');
+        vi.setSystemTime(Date.now() + 2 * LEASE_MS);
+        expect(await realKeeper.runOnce()).toEqual({ renewed: 0, lost: 0, handedBack: 0 });
+        expect(gone).toEqual([]);
+      } finally {
+        vi.useRealTimers();
+      }
     });
 
     it('recovers on the next pass once the store answers again', async () => {

@@ -1,6 +1,7 @@
 import type { JobStore, Lease } from '../persistence/job.store.js';
 import type { JobStatus } from '../persistence/job-status.js';
 import type { EngineLogger } from './engine-logger.js';
+import { monotonicNow } from './monotonic-clock.js';
 
 /** A lease the keeper renews, with the last time the database confirmed it. */
 export interface HeldLease extends Lease {
@@ -37,7 +38,7 @@ export class LeaseKeeper {
     private readonly leaseMs: number,
     private readonly holder: LeaseHolder,
     private readonly logger: EngineLogger,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number = monotonicNow,
   ) {
     this.handBackAfterMs = Math.max(HAND_BACK_FLOOR_MS, Math.floor(leaseMs / 3));
   }

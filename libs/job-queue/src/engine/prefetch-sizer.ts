@@ -1,3 +1,4 @@
+import { monotonicNow } from './monotonic-clock.js';
 import { ThroughputMeter } from './throughput-meter.js';
 
 /** The buffer holds about this much work: enough to cover a claim's round trip under load. */
@@ -39,7 +40,7 @@ export class PrefetchSizer {
   constructor(
     private readonly ceiling: number,
     types: ReadonlyArray<{ type: string; concurrency: number }>,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number = monotonicNow,
   ) {
     this.all = new ThroughputMeter(now);
     this.timesTypes = ceiling > 0 && types.length > 1;

@@ -1,3 +1,5 @@
+import { monotonicNow } from './monotonic-clock.js';
+
 /** Buckets and their width: the rate is read over the last quarter second, so it reacts fast. */
 const BUCKETS = 5;
 const BUCKET_MS = 50;
@@ -19,7 +21,7 @@ export class ThroughputMeter {
   /** When the first job went into an empty window. */
   private activeSince = 0;
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(private readonly now: () => number = monotonicNow) {}
 
   record(): void {
     const now = this.advance();

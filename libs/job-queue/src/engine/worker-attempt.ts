@@ -32,7 +32,7 @@ export class WorkerAttempt extends AttemptControl implements HeldLease, PendingC
     readonly job: ClaimedJob,
     /** The handler of the job's type (a worker claims only types it handles). */
     readonly handler: RegisteredHandler,
-    /** When this worker claimed it (epoch ms): a buffered job that waits too long is handed back. */
+    /** When this worker claimed it (the worker's monotonic clock): a buffered job that waits too long is handed back. */
     readonly claimedAt: number,
     private readonly completionListener: CompletionListener,
   ) {

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { handlerStub } from '../../../../test/support/handler-stub.js';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
 import type { RegisteredHandler } from '../discovery/registered-handler.js';
@@ -441,7 +441,7 @@ describe('Worker', () => {
      * A stream of short jobs grows the buffer, then two hang in both slots: the jobs claimed behind
      * them wait in the buffer. The clock stands still unless the test moves it.
      */
-    async function stuckWithABuffer() {
+    async function stuckWithABuffer(fakeClock = true) {
       const clock = { now: 1_000_000 };
       const ran: string[] = [];
       const hung: Array<() => void> = [];
@@ -455,7 +455,7 @@ describe('Worker', () => {
             return id.startsWith('hang') ? new Promise<void>((resolve) => hung.push(resolve)) : undefined;
           },
         }),
-        { concurrency: 2, prefetch: 100, now: () => clock.now },
+        { concurrency: 2, prefetch: 100, now: fakeClock ? () => clock.now : undefined },
       );
       store.queue(...ids);
       worker.start();
@@ -482,6 +482,21 @@ describe('Worker', () => {
       worker.nudge();
       await until(() => decisions() >= 5, 'five rounds of the claim loop');
       expect(store.waiting).toHaveLength(waiting);
+    });
+
+    it('measures how long they waited on a clock the wall clock’s steps do not move', async () => {
+      // Only the wall clock is faked (Date, moving with real time), from before the worker exists.
+      vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
+      try {
+        const { worker, buffered } = await stuckWithABuffer(false);
+        // The wall clock steps back an hour (NTP, a resumed VM) just after the claim.
+        vi.setSystemTime(Date.now() - 3_600_000);
+        const waitedFrom = performance.now();
+        await until(() => performance.now() - waitedFrom >= 5, '5 ms');
+        expect(await worker.handBackWaiting(5)).toBe(buffered.length);
+      } finally {
+        vi.useRealTimers();
+      }
     });
 
     it('keeps the jobs of a hand-back that failed leased, renewed and unstarted, and hands them back at the next try', async () => {

@@ -6,6 +6,7 @@ import type { JobStatus } from '../persistence/job-status.js';
 import { ClaimPlanner } from './claim-planner.js';
 import type { EngineLogger } from './engine-logger.js';
 import type { JobRunner } from './job-runner.js';
+import { monotonicNow } from './monotonic-clock.js';
 import type { HeldLease, LeaseHolder } from './lease-keeper.js';
 import type { OutcomeRecorder } from './outcome-recorder.js';
 import { PrefetchSizer } from './prefetch-sizer.js';
@@ -121,8 +122,11 @@ export class Worker implements LeaseHolder, CompletionListener {
     private readonly runner: JobRunner,
     private readonly recorder: OutcomeRecorder,
     private readonly logger: EngineLogger,
-    /** The clock (epoch ms) of claim ages and the rate meter; tests move it by hand. Timers keep real time. */
-    private readonly now: () => number = Date.now,
+    /**
+     * The clock of claim ages, run times and the rate meter: monotonic, and the lease keeper's too
+     * (a lease's renewedAt starts at its claim). Tests move it by hand; timers keep real time.
+     */
+    private readonly now: () => number = monotonicNow,
   ) {
     this.lastProgressAt = Date.now();
     this.prefetch = settings.prefetch ?? 0;
