@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { handlerStub } from '../../../../test/support/handler-stub.js';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
 import type { RegisteredHandler } from '../discovery/registered-handler.js';
@@ -564,16 +564,46 @@ describe('Worker', () => {
     const { store, worker } = setup(handlerStub({ type: 'unit.job', concurrency: 4, invoke: () => null }), { pollIntervalMs: 600_000 });
     const claimedAt: number[] = [];
     const claim = store.claim.bind(store);
-    store.claim = (request) => (claimedAt.push(Date.now()), claim(request));
+    store.claim = (request) => (claimedAt.push(performance.now()), claim(request));
     worker.start();
     await until(() => claimedAt.length >= 1, 'the claim at start');
-    const now = Date.now();
+    const now = performance.now();
     // Out of order, and more than are kept: the latest beyond 1,000 are dropped, not the earliest.
-    for (let i = 0; i < 1_005; i++) worker.wakeAt(now + 10_000 + i);
-    worker.wakeAt(now + 300);
-    worker.wakeAt(now + 100);
+    for (let i = 0; i < 1_005; i++) worker.wakeIn(10_000 + i);
+    worker.wakeIn(300);
+    worker.wakeIn(100);
     await until(() => claimedAt.length >= 3, 'the wake-ups at +100 and +300 ms');
     expect(claimedAt[1] - now).toBeGreaterThanOrEqual(100);
     expect(claimedAt[2] - now).toBeGreaterThanOrEqual(300);
+  });
+  describe('a wall-clock step (NTP, a resumed VM)', () => {
+    // Only the wall clock is faked (Date, moving with real time); timers and performance.now keep real time.
+    beforeEach(() => vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true }));
+    afterEach(() => vi.useRealTimers());
+
+    it('does not put off a due wake-up when the clock steps back', async () => {
+      const { store, worker } = setup(handlerStub({ type: 'unit.job', concurrency: 4, invoke: () => null }), { pollIntervalMs: 600_000 });
+      const claimedAt: number[] = [];
+      const claim = store.claim.bind(store);
+      store.claim = (request) => (claimedAt.push(performance.now()), claim(request));
+      worker.start();
+      await until(() => claimedAt.length >= 1, 'the claim at start');
+      const from = performance.now();
+      worker.wakeIn(100);
+      vi.setSystemTime(Date.now() - 3_600_000);
+      await until(() => claimedAt.length >= 2, 'the wake-up 100 ms later');
+      expect(claimedAt[1] - from).toBeGreaterThanOrEqual(100);
+    });
+
+    it('does not read as stuck to liveness when the clock steps forward', async () => {
+      const { store, worker } = setup(handlerStub({ type: 'unit.job', concurrency: 4, invoke: () => null }), { pollIntervalMs: 600_000 });
+      let claims = 0;
+      const claim = store.claim.bind(store);
+      store.claim = (request) => (claims++, claim(request));
+      worker.start();
+      await until(() => claims >= 1, 'the claim at start');
+      vi.setSystemTime(Date.now() + 3_600_000);
+      expect(worker.silentForMs).toBeLessThan(60_000);
+    });
   });
 });

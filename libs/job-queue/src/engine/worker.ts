@@ -43,7 +43,7 @@ const CLAIM_ERROR_BACKOFF_MS = 1_000;
 const LOW_WATER = 0.1;
 /** Wake-ups kept at once, the earliest; beyond that (a failure storm) the rest wait for the poll. */
 const MAX_DUE_WAKES = 1_000;
-/** A wake-up comes this much after the due time, for clocks that differ a little. */
+/** A wake-up comes this much after the due time: a timer can fire up to a millisecond early (libuv rounds). */
 const DUE_WAKE_MARGIN_MS = 5;
 /** A claim sent ahead is planned as if the worker's buffer had already run. */
 const NOTHING_BUFFERED: ReadonlyMap<string, number> = new Map();
@@ -86,8 +86,11 @@ export class Worker implements LeaseHolder, CompletionListener {
   private readonly prefetch: number;
   private readonly transactionalCapacity: number;
   private loop: Promise<void> | null = null;
+  // These two, the due wake-ups and the drain's deadline read monotonicNow itself, not the injectable
+  // `now`: they pair with real timers, which a test's hand-moved clock does not move. (-Infinity: the
+  // monotonic clock starts near 0, and 0 would read as a claim at process start.)
   private lastProgressAt: number;
-  private lastClaimAt = 0;
+  private lastClaimAt = -Infinity;
   /** The last claim found less than it asked for: wait for a notification or the poll. */
   private queueLooksEmpty = false;
   /**
@@ -111,7 +114,7 @@ export class Worker implements LeaseHolder, CompletionListener {
   private nudges = 0;
   /** Set while the loop waits for the database: slow or away is not stuck (liveness). */
   private waitingOnDatabase = false;
-  /** When known jobs come due (epoch ms), earliest first: retries and delayed jobs. */
+  /** When known jobs come due (monotonic ms), earliest first: retries and delayed jobs. */
   private readonly dueWakes: number[] = [];
   private dueTimer: ReturnType<typeof setTimeout> | null = null;
 
@@ -128,7 +131,7 @@ export class Worker implements LeaseHolder, CompletionListener {
      */
     private readonly now: () => number = monotonicNow,
   ) {
-    this.lastProgressAt = Date.now();
+    this.lastProgressAt = monotonicNow();
     this.prefetch = settings.prefetch ?? 0;
     this.prefetchSizer = new PrefetchSizer(this.prefetch, registry.all(), now);
     this.transactionalCapacity = settings.transactionalCapacity ?? Infinity;
@@ -148,7 +151,7 @@ export class Worker implements LeaseHolder, CompletionListener {
       this.transactionalCapacity,
       this.prefetch,
     );
-    recorder.onRetryScheduled((delayMs) => this.wakeAt(Date.now() + delayMs));
+    recorder.onRetryScheduled((delayMs) => this.wakeIn(delayMs));
   }
 
   /** Jobs started and not yet recorded. */
@@ -161,16 +164,16 @@ export class Worker implements LeaseHolder, CompletionListener {
   }
 
   /**
-   * When the loop last went round; liveness reads it. A loop waiting on the database counts as
-   * progressing: restarting the process would not bring the database back.
+   * How long since the loop last went round; liveness reads it. A loop waiting on the database
+   * counts as progressing: restarting the process would not bring the database back.
    */
-  get lastProgress(): number {
-    return this.waitingOnDatabase ? Date.now() : this.lastProgressAt;
+  get silentForMs(): number {
+    return this.waitingOnDatabase ? 0 : Math.round(monotonicNow() - this.lastProgressAt);
   }
 
   start(): void {
     if (this.state !== 'idle') return;
-    this.lastProgressAt = Date.now();
+    this.lastProgressAt = monotonicNow();
     if (this.registry.types().length === 0) {
       this.logger.log('No @JobHandler found in this application: the worker will not claim anything.');
     }
@@ -199,14 +202,14 @@ export class Worker implements LeaseHolder, CompletionListener {
   }
 
   /**
-   * Jobs come due at `at` (epoch ms): a retry this worker scheduled, or delayed jobs someone
-   * enqueued (a notification). The loop wakes for them then rather than at its next poll, so a
-   * short delay or backoff is not stretched to the poll interval.
+   * Jobs come due in `delayMs`: a retry this worker scheduled, or delayed jobs someone enqueued (a
+   * notification). The loop wakes for them then rather than at its next poll, so a short delay or
+   * backoff is not stretched to the poll interval.
    */
-  wakeAt(at: number): void {
+  wakeIn(delayMs: number): void {
     // Also before start: the worker hears notifications as soon as it subscribes.
-    if ((this.state !== 'running' && this.state !== 'idle') || !Number.isFinite(at)) return;
-    const due = at + DUE_WAKE_MARGIN_MS;
+    if ((this.state !== 'running' && this.state !== 'idle') || !Number.isFinite(delayMs)) return;
+    const due = monotonicNow() + delayMs + DUE_WAKE_MARGIN_MS;
     const wakes = this.dueWakes;
     if (wakes.length >= MAX_DUE_WAKES) {
       if (due >= wakes[wakes.length - 1]) return;
@@ -227,7 +230,7 @@ export class Worker implements LeaseHolder, CompletionListener {
     this.dueTimer = setTimeout(
       () => {
         this.dueTimer = null;
-        const now = Date.now();
+        const now = monotonicNow();
         if (this.dueWakes[0] <= now) {
           let due = 1;
           while (due < this.dueWakes.length && this.dueWakes[due] <= now) due++;
@@ -236,7 +239,7 @@ export class Worker implements LeaseHolder, CompletionListener {
         }
         this.armDueWake();
       },
-      Math.min(MAX_TIMER_MS, Math.max(0, this.dueWakes[0] - Date.now())),
+      Math.min(MAX_TIMER_MS, Math.max(0, this.dueWakes[0] - monotonicNow())),
     );
     this.dueTimer.unref?.();
   }
@@ -260,7 +263,7 @@ export class Worker implements LeaseHolder, CompletionListener {
     await this.handingBack;
     const unstarted = await this.releaseBuffer();
     const atStart = this.active.size;
-    await this.untilAllRecorded(Date.now() + timeoutMs);
+    await this.untilAllRecorded(monotonicNow() + timeoutMs);
     // Attempts whose handler has finished are only waiting for their outcome's write: they keep
     // their lease (and its renewals) until it lands.
     const leftover = [...this.active.values()].filter((attempt) => attempt.slotHeld && !attempt.interruption);
@@ -328,7 +331,7 @@ export class Worker implements LeaseHolder, CompletionListener {
   private async claimLoop(): Promise<void> {
     try {
       while (this.state === 'running') {
-        this.lastProgressAt = Date.now();
+        this.lastProgressAt = monotonicNow();
         const ahead = this.claimAhead;
         this.claimAhead = null;
         const request = ahead ? ahead.request : this.wantsToClaim() ? this.planner.plan(this.load()) : null;
@@ -384,7 +387,7 @@ export class Worker implements LeaseHolder, CompletionListener {
   private bufferClaimed(claimed: readonly ClaimedJob[]): void {
     const cancelled = this.claimReturned();
     const claimedAt = this.now();
-    this.lastClaimAt = Date.now();
+    this.lastClaimAt = monotonicNow();
     this.dropStaleAttempts(claimed);
     for (const job of claimed) {
       this.buffer.push(new WorkerAttempt(job, this.registry.get(job.type) as RegisteredHandler, claimedAt, this));
@@ -453,7 +456,7 @@ export class Worker implements LeaseHolder, CompletionListener {
     const slotsFree = this.running < this.settings.concurrency;
     // Cheapest tests first: this runs each time a job finishes.
     if ((!slotsFree && this.unstarted > this.prefetch * LOW_WATER) || this.recording >= this.recordingLimit) return false;
-    if (this.queueLooksEmpty && Date.now() - this.lastClaimAt < this.settings.pollIntervalMs) return false;
+    if (this.queueLooksEmpty && monotonicNow() - this.lastClaimAt < this.settings.pollIntervalMs) return false;
     if (slotsFree) return true;
     // Every slot is taken: top the buffer up only while jobs are finishing. A worker whose handlers
     // all run long (or hang) claims nothing it could not start. (With several types, the plan may
@@ -678,10 +681,10 @@ export class Worker implements LeaseHolder, CompletionListener {
     this.wakeIfClaimDue();
   }
 
-  /** Resolves once no started job is left unrecorded, or at `deadline` (epoch ms). */
+  /** Resolves once no started job is left unrecorded, or at `deadline` (monotonic ms). */
   private async untilAllRecorded(deadline: number): Promise<void> {
     while (this.active.size > 0) {
-      const left = deadline - Date.now();
+      const left = deadline - monotonicNow();
       if (left <= 0) return;
       await this.allRecorded.wait(Math.min(left, 2 ** 31 - 1));
     }

@@ -19,8 +19,8 @@ export class JobQueueHealthIndicator {
   isAlive<const Key extends string = 'job-queue'>(key: Key = 'job-queue' as Key) {
     const session = this.health.check(key);
     const status = this.host.status();
-    if (!status.runWorker || status.lastProgressAt === null) return session.up({ runWorker: status.runWorker });
-    const silentForMs = Date.now() - status.lastProgressAt;
+    const silentForMs = status.silentForMs;
+    if (!status.runWorker || silentForMs === null) return session.up({ runWorker: status.runWorker });
     const data = { inFlight: status.inFlight, silentForMs };
     return silentForMs > this.monitor.stallThresholdMs ? session.down({ ...data, message: 'worker loop is stuck' }) : session.up(data);
   }

@@ -52,7 +52,7 @@ export class JobNotificationListener {
         const payload = message.payload ?? '';
         if (payload.startsWith('cancel:')) this.onNotification({ kind: 'cancel', jobId: payload.slice(7) });
         else if (payload.startsWith('finished:')) this.onNotification({ kind: 'finished', jobId: payload.slice(9) });
-        else if (payload.startsWith('due:')) this.onNotification({ kind: 'due', at: Date.now() + Number(payload.slice(4)) });
+        else if (payload.startsWith('due:')) this.onNotification({ kind: 'due', inMs: Number(payload.slice(4)) });
         else this.onNotification({ kind: 'new' });
       });
       client.once('error', (error) => this.lost(error));

@@ -34,8 +34,8 @@ export interface WorkerStatus {
   runWorker: boolean;
   draining: boolean;
   inFlight: number;
-  /** ms since epoch when the claim loop last went round; null when no worker runs. */
-  lastProgressAt: number | null;
+  /** ms since the claim loop last went round (0 while it waits on the database); null when no worker runs. */
+  silentForMs: number | null;
 }
 
 /** A pod that was down runs the latest missed slot of the last hour once (see CronScheduler). */
@@ -95,7 +95,7 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
     await this.hub.subscribe((notification) => {
       if (notification.kind === 'cancel') worker.interrupt(notification.jobId, 'cancelled');
       else if (notification.kind === 'new') worker.nudge();
-      else if (notification.kind === 'due') worker.wakeAt(notification.at);
+      else if (notification.kind === 'due') worker.wakeIn(notification.inMs);
     });
     await store.registerTypes(this.registry.types());
     this.scheduler = new CronScheduler(
@@ -157,7 +157,7 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
       runWorker: this.options.runWorker,
       draining: this.shuttingDown,
       inFlight: this.worker?.inFlight ?? 0,
-      lastProgressAt: this.worker ? this.worker.lastProgress : null,
+      silentForMs: this.worker ? this.worker.silentForMs : null,
     };
   }
 
