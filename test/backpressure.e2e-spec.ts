@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { QueueSaturatedError } from '../src/index.js';
 import { startQueueApp, type QueueApp } from './support/queue-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
@@ -46,5 +46,34 @@ describe('backpressure under concurrent enqueues in one process', () => {
     await expect(queue.producer.enqueue('limited.type', {})).rejects.toMatchObject({ limit: 3 });
     const [{ n }] = await db.query(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE type = 'limited.type'`);
     expect(n).toBe(3);
+  });
+});
+
+describe('the cached depth under a wall-clock step (NTP, a resumed VM)', () => {
+  let db: TestDatabase;
+  let queue: QueueApp;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(inject('adminUrl'));
+    queue = await startQueueApp(db.url, { runWorker: false, maxQueueDepth: 5, depthRefreshMs: 50 });
+  });
+  afterAll(async () => {
+    await queue?.close();
+    await db?.drop();
+  });
+
+  it('is counted again on time when the clock steps back, not kept for the hour', async () => {
+    // Only the wall clock is faked (Date, moving with real time); timers keep real time.
+    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
+    try {
+      await queue.producer.enqueue('step.type', {}); // counts the queue: nothing waiting
+      vi.setSystemTime(Date.now() - 3_600_000);
+      // Other processes fill the queue meanwhile.
+      await db.query(`INSERT INTO job_queue.jobs (type, payload, max_attempts) SELECT 'step.type', '{}', 3 FROM generate_series(1, 10)`);
+      await new Promise((resolve) => setTimeout(resolve, 200)); // past depthRefreshMs
+      await expect(queue.producer.enqueue('step.type', {})).rejects.toBeInstanceOf(QueueSaturatedError);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -1,4 +1,5 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { monotonicNow } from '../engine/monotonic-clock.js';
 import { PeriodicTask } from '../engine/periodic-task.js';
 import { QueueSaturatedError } from '../errors/queue-saturated.error.js';
 import { JobQueueEvents } from '../events/job-queue.events.js';
@@ -7,6 +8,7 @@ import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
 import type { JobStore } from '../persistence/job.store.js';
 
 export interface QueueSnapshot {
+  /** Monotonic ms (not an epoch time): a wall-clock step back must not keep an old count fresh. */
   takenAt: number;
   databaseReachable: boolean;
   error: string | null;
@@ -68,7 +70,7 @@ export class JobQueueMonitor implements OnApplicationBootstrap, BeforeApplicatio
   }
 
   async snapshot(): Promise<QueueSnapshot> {
-    if (this.last && Date.now() - this.last.takenAt < this.options.depthRefreshMs) return this.withLocalEnqueues(this.last);
+    if (this.last && monotonicNow() - this.last.takenAt < this.options.depthRefreshMs) return this.withLocalEnqueues(this.last);
     this.refreshing ??= this.refresh().finally(() => (this.refreshing = null));
     return this.withLocalEnqueues(await this.refreshing);
   }
@@ -132,7 +134,7 @@ export class JobQueueMonitor implements OnApplicationBootstrap, BeforeApplicatio
     const limit = this.options.maxQueueDepth;
     const limitedTypes = Object.keys(this.options.maxQueueDepthByType);
     const countUpTo = Math.max(limit ?? 0, ...Object.values(this.options.maxQueueDepthByType), UNBOUNDED_COUNT_CAP) + 1;
-    const takenAt = Date.now();
+    const takenAt = monotonicNow();
     // Reservations made while the count runs may not be in it: keep those, drop the older ones.
     const reservedBefore = this.enqueuedSince;
     const reservedBeforeByType = new Map(this.enqueuedSinceByType);
