@@ -1,7 +1,7 @@
 import { Injectable, type LoggerService, type Provider, type Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Subscription } from 'rxjs';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import {
   InvalidJobError,
   JobFailedError,
@@ -364,6 +364,27 @@ describe('enqueueAndWait', () => {
     expect(error).toBeInstanceOf(JobWaitTimeoutError);
     const [row] = await db.query(`SELECT status FROM job_queue.jobs WHERE type = 'eo.wait.nobody'`);
     expect(row.status).toBe('pending');
+  });
+
+  it('waits out its whole timeout when the wall clock steps forward meanwhile', async () => {
+    const queue = await boot({ runWorker: false }, []);
+    // Only the wall clock is faked (Date, moving with real time); timers keep real time.
+    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
+    try {
+      let settled = false;
+      const waiting = queue.producer.enqueueAndWait('eo.wait.step', {}, { timeoutMs: 10_000 });
+      void waiting.catch(() => undefined).finally(() => (settled = true));
+      const stepJob = `SELECT id::text AS id FROM job_queue.jobs WHERE type = 'eo.wait.step'`;
+      const row = await waitFor(async () => (await db.query<{ id: string }>(stepJob))[0]);
+      // NTP, or a resumed VM: an hour later by the wall clock, a moment later in fact.
+      vi.setSystemTime(Date.now() + 3_600_000);
+      await new Promise((resolve) => setTimeout(resolve, 1_100)); // past the waiter's longest poll
+      expect(settled).toBe(false);
+      await queue.admin.cancel(row.id);
+      expect(await rejectionOf(waiting)).toBeInstanceOf(JobFailedError);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('works from a producer-only module while another module runs the handler', async () => {

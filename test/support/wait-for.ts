@@ -3,7 +3,7 @@ export async function waitFor<T>(
   check: () => T | Promise<T>,
   { timeoutMs = 15_000, intervalMs = 25, message = 'condition' }: { timeoutMs?: number; intervalMs?: number; message?: string } = {},
 ): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   let last: unknown;
   for (;;) {
     try {
@@ -13,7 +13,7 @@ export async function waitFor<T>(
     } catch (error) {
       last = error;
     }
-    if (Date.now() > deadline) {
+    if (performance.now() > deadline) {
       throw new Error(`Timed out after ${timeoutMs} ms waiting for ${message} (last: ${last instanceof Error ? last.message : String(last)})`);
     }
     await new Promise((resolve) => setTimeout(resolve, intervalMs));

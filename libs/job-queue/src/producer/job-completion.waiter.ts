@@ -1,5 +1,6 @@
 import { JobFailedError } from '../errors/job-failed.error.js';
 import { JobWaitTimeoutError } from '../errors/job-wait-timeout.error.js';
+import { monotonicNow } from '../engine/monotonic-clock.js';
 import type { JobStore } from '../persistence/job.store.js';
 import type { JobNotificationHub } from '../notifications/job-notification.hub.js';
 
@@ -29,7 +30,8 @@ export class JobCompletionWaiter {
       cancel: unsubscribe,
       async wait(jobId, timeoutMs) {
         watchedId = jobId;
-        const deadline = Date.now() + timeoutMs;
+        // Monotonic: a wall-clock step must neither end nor stretch the wait.
+        const deadline = monotonicNow() + timeoutMs;
         let pollMs = POLL_MIN_MS;
         try {
           for (;;) {
@@ -37,7 +39,7 @@ export class JobCompletionWaiter {
             if (!job) throw new JobFailedError(jobId, 'cancelled', 'the job no longer exists');
             if (job.status === 'completed') return job.result;
             if (job.status === 'dead' || job.status === 'cancelled') throw new JobFailedError(jobId, job.status, job.lastError);
-            const remaining = deadline - Date.now();
+            const remaining = deadline - monotonicNow();
             if (remaining <= 0) throw new JobWaitTimeoutError(jobId, timeoutMs, job.status);
             await new Promise<void>((resolve) => {
               const timer = setTimeout(resolve, Math.min(pollMs, remaining));
