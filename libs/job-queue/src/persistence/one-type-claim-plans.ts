@@ -1,3 +1,4 @@
+import { monotonicNow } from '../engine/monotonic-clock.js';
 import { LARGE_TABLE_PAGES } from './claim-query.js';
 
 /**
@@ -59,7 +60,7 @@ export class OneTypeClaimPlans {
 
   constructor(
     private readonly readSize: () => Promise<JobsTableSize>,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number = monotonicNow,
   ) {}
 
   /**
