@@ -143,6 +143,17 @@ async function until(condition: () => boolean, what: string): Promise<void> {
   throw new Error(`timed out waiting for ${what}`);
 }
 
+/** A started worker that polls an hour apart, past its claim at start; `claimedAt`: each claim's performance.now(). */
+async function idleWorker(): Promise<{ worker: Worker; claimedAt: number[] }> {
+  const { store, worker } = setup(handlerStub({ type: 'unit.job', concurrency: 4, invoke: () => null }), { pollIntervalMs: 600_000 });
+  const claimedAt: number[] = [];
+  const claim = store.claim.bind(store);
+  store.claim = (request) => (claimedAt.push(performance.now()), claim(request));
+  worker.start();
+  await until(() => claimedAt.length >= 1, 'the claim at start');
+  return { worker, claimedAt };
+}
+
 /**
  * Watches the claims as the store takes them, a tick after each call (as a pool hands out a
  * connection), noting how many handlers had started by then. Returns the claims taken before any
@@ -561,12 +572,7 @@ describe('Worker', () => {
   });
 
   it('wakes for each known due time in order, keeping the earliest 1,000, not only at its poll', async () => {
-    const { store, worker } = setup(handlerStub({ type: 'unit.job', concurrency: 4, invoke: () => null }), { pollIntervalMs: 600_000 });
-    const claimedAt: number[] = [];
-    const claim = store.claim.bind(store);
-    store.claim = (request) => (claimedAt.push(performance.now()), claim(request));
-    worker.start();
-    await until(() => claimedAt.length >= 1, 'the claim at start');
+    const { worker, claimedAt } = await idleWorker();
     const now = performance.now();
     // Out of order, and more than are kept: the latest beyond 1,000 are dropped, not the earliest.
     for (let i = 0; i < 1_005; i++) worker.wakeIn(10_000 + i);
@@ -576,18 +582,14 @@ describe('Worker', () => {
     expect(claimedAt[1] - now).toBeGreaterThanOrEqual(100);
     expect(claimedAt[2] - now).toBeGreaterThanOrEqual(300);
   });
+
   describe('a wall-clock step (NTP, a resumed VM)', () => {
     // Only the wall clock is faked (Date, moving with real time); timers and performance.now keep real time.
     beforeEach(() => vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true }));
     afterEach(() => vi.useRealTimers());
 
     it('does not put off a due wake-up when the clock steps back', async () => {
-      const { store, worker } = setup(handlerStub({ type: 'unit.job', concurrency: 4, invoke: () => null }), { pollIntervalMs: 600_000 });
-      const claimedAt: number[] = [];
-      const claim = store.claim.bind(store);
-      store.claim = (request) => (claimedAt.push(performance.now()), claim(request));
-      worker.start();
-      await until(() => claimedAt.length >= 1, 'the claim at start');
+      const { worker, claimedAt } = await idleWorker();
       const from = performance.now();
       worker.wakeIn(100);
       vi.setSystemTime(Date.now() - 3_600_000);
@@ -596,12 +598,7 @@ describe('Worker', () => {
     });
 
     it('does not read as stuck to liveness when the clock steps forward', async () => {
-      const { store, worker } = setup(handlerStub({ type: 'unit.job', concurrency: 4, invoke: () => null }), { pollIntervalMs: 600_000 });
-      let claims = 0;
-      const claim = store.claim.bind(store);
-      store.claim = (request) => (claims++, claim(request));
-      worker.start();
-      await until(() => claims >= 1, 'the claim at start');
+      const { worker } = await idleWorker();
       vi.setSystemTime(Date.now() + 3_600_000);
       expect(worker.silentForMs).toBeLessThan(60_000);
     });
