@@ -103,10 +103,10 @@ export class JobQueueMonitor implements OnApplicationBootstrap, BeforeApplicatio
       }
     }
     this.count(types, 1);
-    const takenAt = this.last?.takenAt;
+    const counted = this.last;
     // After a refresh the database counts the rows itself; only undo reservations it cannot see.
     return (notInserted) => {
-      if (this.last?.takenAt === takenAt) this.count(notInserted, -1);
+      if (this.last === counted) this.count(notInserted, -1);
     };
   }
 
