@@ -166,7 +166,7 @@ describe('OneTypeClaimPlans', () => {
   });
 
   it('gives the large form up after twenty shrinks, so a table that keeps shrinking cannot pile up statements', async () => {
-    const { state, plans, readAgain } = tableOf(300);
+    const { plans, readAgain } = tableOf(300);
     expect(await formOf(plans)).toBe('large');
     for (let shrink = 0; shrink < 20; shrink++) {
       for (const pages of [2, 300]) await readAgain(pages);
