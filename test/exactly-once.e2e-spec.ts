@@ -211,6 +211,83 @@ describe('a transactional handler that throws', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
+// (2b) A transactional handler that times out, ignores its signal and writes on
+
+const stubborn = { lateError: null as Error | null, done: false };
+
+@Injectable()
+class StubbornTransactional {
+  @JobHandler('eo.stubborn', { transactional: true, timeoutMs: 200, maxAttempts: 1 })
+  async run(_payload: unknown, job: JobContext) {
+    const insert = (note: string) =>
+      job.manager!.query(`INSERT INTO business_rows (job_id, worker, attempt, note) VALUES ($1, 'stubborn', $2, $3)`, [
+        job.id,
+        job.attempt,
+        note,
+      ]);
+    await insert('before');
+    // A statement that outlasts the timeout: the attempt ends while it runs.
+    await job.manager!.query(`SELECT pg_sleep(0.5)`).catch(() => undefined);
+    try {
+      await insert('after');
+    } catch (error) {
+      stubborn.lateError = error as Error;
+    }
+    stubborn.done = true;
+  }
+}
+
+describe('a transactional handler that times out and writes on', () => {
+  it('commits none of its writes, not even one sent after the attempt ended', async () => {
+    const queue = await boot({ workerId: 'stubborn-w' }, [StubbornTransactional]);
+    const { id } = await queue.producer.enqueue('eo.stubborn', {});
+    expect(await finished(queue, id)).toMatchObject({ status: 'dead', attempts: 1 });
+    await waitFor(() => stubborn.done, { message: 'the handler to run to its end' });
+    // Its late write failed rather than run on its own once the transaction was over.
+    expect(stubborn.lateError).toBeInstanceOf(Error);
+    expect(await businessRows(id)).toEqual([]);
+    await waitFor(
+      async () => {
+        const [open] = await db.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+           WHERE datname = current_database() AND pid <> pg_backend_pid()
+             AND (state LIKE 'idle in transaction%' OR (state = 'active' AND query LIKE '%pg_sleep(0.5)%'))`,
+        );
+        return open.n === 0;
+      },
+      { timeoutMs: 3_000, message: 'the timed-out transaction to be gone' },
+    );
+    expect(await businessRows(id)).toEqual([]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// (2c) A transactional handler that outlasts its lease renewals, under a stricter isolation level
+
+@Injectable()
+class LongTransactional {
+  @JobHandler('eo.long-tx', { transactional: true, maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 20 })
+  async run(_payload: unknown, job: JobContext) {
+    await job.manager!.query(`INSERT INTO business_rows (job_id, worker, attempt) VALUES ($1, 'long', $2)`, [job.id, job.attempt]);
+    // Outlasts two renewals of its lease (every leaseMs / 3), each an update of the job's row.
+    await work(700);
+    return { attempt: job.attempt };
+  }
+}
+
+describe('a transactional handler that outlasts its lease renewals', () => {
+  it('completes even when the DataSource defaults transactions to SERIALIZABLE', async () => {
+    const queue = await boot(
+      { workerId: 'long-tx', leaseMs: 600, dataSource: { type: 'postgres', url: db.url, isolationLevel: 'SERIALIZABLE' } },
+      [LongTransactional],
+    );
+    const { id } = await queue.producer.enqueue('eo.long-tx', {});
+    expect(await finished(queue, id)).toMatchObject({ status: 'completed', attempts: 1, result: { attempt: 1 } });
+    expect(await businessRows(id)).toEqual([{ worker: 'long', attempt: 1, note: null }]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
 // (3) job.enqueue inside the handler's transaction
 
 const followUps: string[] = [];

@@ -40,6 +40,9 @@ function fakeTransaction(completeApplies = true) {
     rollback: vi.fn(async () => {
       calls.push('rollback');
     }),
+    abandon: vi.fn(() => {
+      calls.push('abandon');
+    }),
   };
   return { tx, calls, manager };
 }
@@ -358,13 +361,24 @@ describe('JobRunner', () => {
       expect(invoke).not.toHaveBeenCalled();
     });
 
-    it('rolls back on timeout', async () => {
+    it('abandons the transaction on timeout: the handler may still be running', async () => {
       const { tx, calls } = fakeTransaction();
       const control = new AttemptControl();
       const outcome = await setup(tx).runner.run(job, handler(hanging().invoke, { transactional: true, timeoutMs: 30 }), control);
       expect(outcome).toMatchObject({ kind: 'failed', permanent: false });
-      expect(calls).toEqual(['rollback']);
+      expect(calls).toEqual(['abandon']);
       expect(control.signal.aborted).toBe(true);
+    });
+
+    it('abandons the transaction when the attempt is interrupted', async () => {
+      const { tx, calls } = fakeTransaction();
+      const control = new AttemptControl();
+      const { invoke, started } = hanging();
+      const outcome = setup(tx).runner.run(job, handler(invoke, { transactional: true }), control);
+      await started;
+      control.interrupt('cancelled', new Error('job was cancelled'));
+      expect(await outcome).toEqual({ kind: 'interrupted', reason: 'cancelled' });
+      expect(calls).toEqual(['abandon']);
     });
   });
 });

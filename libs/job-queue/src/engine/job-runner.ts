@@ -89,8 +89,13 @@ export class JobRunner {
       return { kind: 'interrupted', reason: control.interruption };
     }
     const race = await this.invoke(job, handler, payload, control, tx);
-    if (race.kind !== 'returned') {
+    if (race.kind === 'threw') {
       await tx.rollback().catch(() => undefined);
+      return this.toFailure(race, handler, control);
+    }
+    if (race.kind !== 'returned') {
+      // Timed out or interrupted: the handler may still be running, and writing.
+      tx.abandon();
       return this.toFailure(race, handler, control);
     }
     const serialised = serialiseResult(race.value);

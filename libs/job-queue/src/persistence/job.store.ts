@@ -85,6 +85,12 @@ export interface JobTransaction {
   complete(lease: Lease, resultJson: string): Promise<boolean>;
   commit(): Promise<void>;
   rollback(): Promise<void>;
+  /**
+   * Ends the transaction by closing its connection, for a handler that may still be running (it
+   * timed out, or was interrupted). A ROLLBACK would leave the connection to its next statement,
+   * which would then run, and commit, on its own; after this, its statements fail.
+   */
+  abandon(): void;
 }
 
 export interface ReapedJob {

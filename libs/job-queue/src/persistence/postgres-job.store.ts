@@ -245,9 +245,12 @@ export class PostgresJobStore implements JobStore {
 
   async beginJobTransaction(): Promise<JobTransaction> {
     const queryRunner = this.dataSource.createQueryRunner();
-    await queryRunner.connect();
+    const connection = (await queryRunner.connect()) as PoolClient;
     try {
-      await queryRunner.startTransaction();
+      // Whatever the DataSource's isolationLevel: the lease keeper renews the job's row while the
+      // handler runs, and under REPEATABLE READ or SERIALIZABLE the completion's update of that
+      // row would then fail with a serialization error, attempt after attempt.
+      await queryRunner.startTransaction('READ COMMITTED');
     } catch (error) {
       await queryRunner.release();
       throw error;
@@ -273,6 +276,15 @@ export class PostgresJobStore implements JobStore {
       rollback: () => finish(async () => {
         if (queryRunner.isTransactionActive) await queryRunner.rollbackTransaction();
       }),
+      abandon() {
+        if (!open) return;
+        open = false;
+        // The connection ends first: statements queued on it fail, and the server rolls the
+        // transaction back. Then the runner is released, so the handler's next statement throws,
+        // and the pool drops the ended connection rather than hand it out again.
+        connection.end().catch(() => undefined);
+        void queryRunner.release();
+      },
     };
   }
 
