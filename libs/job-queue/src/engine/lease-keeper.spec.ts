@@ -13,10 +13,13 @@ class FakeStore {
   error: Error | null = null;
   /** Runs while the statement is "in flight", e.g. to move the clock. */
   during: () => void = () => undefined;
+  /** Set: the statement answers only once this settles (a hung connection). */
+  hang: Promise<void> | null = null;
 
   async renewLeases(leases: readonly Lease[], leaseMs: number): Promise<RenewalResult[]> {
     this.renewals.push({ ids: leases.map((lease) => lease.id), leaseMs });
     this.during();
+    if (this.hang) await this.hang;
     if (this.error) throw this.error;
     return leases.map((lease) => {
       const row = this.rows.get(lease.id);
@@ -165,6 +168,44 @@ describe('LeaseKeeper', () => {
       now += 5_000;
       expect(await keeper.runOnce()).toEqual({ renewed: 1, lost: 0, handedBack: 0 });
       expect(leases[0].renewedAt).toBe(now);
+    });
+  });
+
+  describe('when a renewal hangs', () => {
+    /** The renewal answers (or fails) only when the test says so. */
+    function hangRenewal() {
+      let answer!: () => void;
+      store.hang = new Promise<void>((resolve) => (answer = resolve));
+      return answer;
+    }
+
+    it('presumes each of its leases lost as its leaseMs runs out, without waiting for the answer', async () => {
+      hold('soon', now - LEASE_MS + 20);
+      hold('later', now - 1_000);
+      const answer = hangRenewal();
+      const pass = keeper.runOnce();
+      // The keeper's timer fires when the soonest lease runs out (20 ms of real time here).
+      now += 20;
+      await vi.waitFor(() => expect(gone).toEqual([{ id: 'soon', status: null }]));
+      // The answer comes at last: the other lease is renewed, and the one reported stays reported, once.
+      answer();
+      expect(await pass).toEqual({ renewed: 1, lost: 1, handedBack: 0 });
+      expect(gone).toEqual([{ id: 'soon', status: null }]);
+      expect(leases.find((lease) => lease.id === 'soon')?.renewedAt).toBe(now - 20 - LEASE_MS + 20);
+      expect(leases.find((lease) => lease.id === 'later')?.renewedAt).toBe(now - 20);
+    });
+
+    it('reports no lease twice when the renewal fails in the end', async () => {
+      hold('soon', now - LEASE_MS + 20);
+      hold('later', now - 1_000);
+      const answer = hangRenewal();
+      const pass = keeper.runOnce();
+      now += 20;
+      await vi.waitFor(() => expect(gone).toHaveLength(1));
+      store.error = new Error('connection reset');
+      answer();
+      expect(await pass).toEqual({ renewed: 0, lost: 1, handedBack: 0 });
+      expect(gone).toEqual([{ id: 'soon', status: null }]);
     });
   });
 

@@ -22,11 +22,14 @@ export interface LeaseHolder {
  * soon. The floor keeps a very short lease from handing back jobs a healthy worker is about to run.
  */
 const HAND_BACK_FLOOR_MS = 1_000;
+/** setTimeout's longest delay. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * Renews every lease this worker holds in one statement per pass (run it every leaseMs/3).
- * Leases the database no longer grants are reported; if the database cannot be reached, a lease
- * not confirmed for a whole leaseMs is presumed lost, since the reaper may already have taken it.
+ * Leases the database no longer grants are reported; if the database cannot be reached (the
+ * renewal fails, or is still out), a lease not confirmed for a whole leaseMs is presumed lost,
+ * since the reaper may already have taken it.
  * After renewing, it has the holder hand back the jobs it has not started leaseMs/3 (at least 1 s)
  * after their claim, so renewals never keep a job waiting on a worker that cannot run it.
  */
@@ -55,13 +58,17 @@ export class LeaseKeeper {
     const leases = this.holder.heldLeases();
     if (leases.length === 0) return { renewed: 0, lost: 0, failed: false };
     const startedAt = this.now();
+    /** Reported gone while the renewal was out: its answer no longer concerns them. */
+    const gone = new Set<HeldLease>();
+    const stopWatching = this.presumeLostAsTheyExpire(leases, gone);
     try {
       const results = await this.store.renewLeases(leases, this.leaseMs);
+      stopWatching();
       const byId = new Map(leases.map((lease) => [lease.id, lease]));
-      let lost = 0;
+      let lost = gone.size;
       for (const result of results) {
         const lease = byId.get(result.id);
-        if (!lease) continue;
+        if (!lease || gone.has(lease)) continue;
         if (result.held) {
           lease.renewedAt = startedAt;
         } else {
@@ -71,15 +78,47 @@ export class LeaseKeeper {
       }
       return { renewed: results.length - lost, lost, failed: false };
     } catch (error) {
+      stopWatching();
       this.logger.warn(`Lease renewal failed: ${(error as Error)?.message ?? error}`);
-      let lost = 0;
       for (const lease of leases) {
-        if (this.now() - lease.renewedAt >= this.leaseMs) {
-          lost++;
+        if (!gone.has(lease) && this.now() - lease.renewedAt >= this.leaseMs) {
+          gone.add(lease);
           this.holder.leaseGone(lease, null);
         }
       }
-      return { renewed: 0, lost, failed: true };
+      return { renewed: 0, lost: gone.size, failed: true };
     }
+  }
+
+  /**
+   * While a renewal is out, reports each of its leases gone once a whole leaseMs has passed since
+   * the database last confirmed it (the reaper may have handed its job on by then), so a renewal
+   * that hangs (the database unreachable, no free connection) cannot keep handlers running past
+   * their leases. Returns the function that stops watching.
+   */
+  private presumeLostAsTheyExpire(leases: readonly HeldLease[], gone: Set<HeldLease>): () => void {
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    const arm = () => {
+      let soonest = Infinity;
+      for (const lease of leases) if (!gone.has(lease)) soonest = Math.min(soonest, lease.renewedAt + this.leaseMs);
+      if (soonest === Infinity) return;
+      timer = setTimeout(check, Math.min(MAX_TIMER_MS, Math.max(0, soonest - this.now())));
+      timer.unref?.();
+    };
+    const check = () => {
+      timer = null;
+      for (const lease of leases) {
+        if (!gone.has(lease) && this.now() - lease.renewedAt >= this.leaseMs) {
+          gone.add(lease);
+          this.holder.leaseGone(lease, null);
+        }
+      }
+      arm();
+    };
+    arm();
+    return () => {
+      if (timer) clearTimeout(timer);
+      timer = null;
+    };
   }
 }

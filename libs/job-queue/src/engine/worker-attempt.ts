@@ -34,12 +34,14 @@ export class WorkerAttempt extends AttemptControl implements HeldLease, PendingC
     readonly handler: RegisteredHandler,
     /** When this worker claimed it (the worker's monotonic clock): a buffered job that waits too long is handed back. */
     readonly claimedAt: number,
+    /** When its claim was sent (the same clock): the lease counts from then. */
+    leaseFrom: number,
     private readonly completionListener: CompletionListener,
   ) {
     super();
     this.id = job.id;
     this.leaseToken = job.leaseToken;
-    this.renewedAt = claimedAt;
+    this.renewedAt = leaseFrom;
   }
 
   /** The lease a completion write presents: this attempt's. */

@@ -101,7 +101,7 @@ export class Worker implements LeaseHolder, CompletionListener {
    */
   private readonly typesWithMore = new Set<string>();
   /** A claim sent before the batch it follows runs (sendClaimAhead), awaited in the loop's next round. */
-  private claimAhead: { request: ClaimRequest; claimed: Promise<ClaimedJob[]>; nudgesAtSend: number } | null = null;
+  private claimAhead: { request: ClaimRequest; claimed: Promise<ClaimedJob[]>; nudgesAtSend: number; sentAt: number } | null = null;
   /** A claim is out (one at a time: a claim sent ahead goes only after the last came back). */
   private claimOut = false;
   /**
@@ -339,6 +339,7 @@ export class Worker implements LeaseHolder, CompletionListener {
           let claimed: ClaimedJob[];
           // A notification after a claim was sent may be about jobs it missed.
           const nudgesBefore = ahead ? ahead.nudgesAtSend : this.nudges;
+          const sentAt = ahead ? ahead.sentAt : this.now();
           try {
             this.waitingOnDatabase = true;
             this.claimOut = true;
@@ -353,7 +354,7 @@ export class Worker implements LeaseHolder, CompletionListener {
           }
           // Nothing is left to run now that the claim is back: jobs run faster than claims come back.
           const ranDry = this.buffer.length === 0 && this.running < this.settings.concurrency;
-          this.bufferClaimed(claimed);
+          this.bufferClaimed(claimed, sentAt);
           this.noteTypesWithMore(request, claimed);
           const asked = Math.min(request.limit, request.perType.reduce((sum, t) => sum + t.limit, 0));
           this.queueLooksEmpty = claimed.length < asked && this.nudges === nudgesBefore;
@@ -383,14 +384,18 @@ export class Worker implements LeaseHolder, CompletionListener {
     for (const { type, limit } of request.perType) note(type, counts.get(type) ?? 0, limit);
   }
 
-  /** Claimed jobs join the buffer, in claim order; those cancelled while the claim was out are dropped. */
-  private bufferClaimed(claimed: readonly ClaimedJob[]): void {
+  /**
+   * Claimed jobs join the buffer, in claim order; those cancelled while the claim was out are
+   * dropped. Their leases count from `sentAt`, when the claim was sent: the database's lease began
+   * no earlier, so the lease keeper never presumes one held past its expiry there.
+   */
+  private bufferClaimed(claimed: readonly ClaimedJob[], sentAt: number): void {
     const cancelled = this.claimReturned();
     const claimedAt = this.now();
     this.lastClaimAt = monotonicNow();
     this.dropStaleAttempts(claimed);
     for (const job of claimed) {
-      this.buffer.push(new WorkerAttempt(job, this.registry.get(job.type) as RegisteredHandler, claimedAt, this));
+      this.buffer.push(new WorkerAttempt(job, this.registry.get(job.type) as RegisteredHandler, claimedAt, sentAt, this));
       this.countBuffered(job.type, 1);
     }
     if (cancelled) for (const job of claimed) if (cancelled.has(job.id)) this.interrupt(job.id, 'cancelled');
@@ -422,10 +427,11 @@ export class Worker implements LeaseHolder, CompletionListener {
     const request = this.planner.plan({ ...this.load(), buffered: this.returning.length, bufferedByType: NOTHING_BUFFERED });
     if (!request) return;
     this.claimOut = true;
+    const sentAt = this.now();
     const claimed = this.store.claim(request);
     // Awaited in the loop's next round (or as it ends); until then a failure must not count as unhandled.
     claimed.catch(() => undefined);
-    this.claimAhead = { request, claimed, nudgesAtSend: this.nudges };
+    this.claimAhead = { request, claimed, nudgesAtSend: this.nudges, sentAt };
     // node-postgres's pool hands out a connection a tick later, and a batch of short jobs runs
     // synchronously: let the statement reach the socket first, or it would go out after the batch.
     await new Promise<void>((resolve) => setImmediate(resolve));
@@ -437,7 +443,7 @@ export class Worker implements LeaseHolder, CompletionListener {
     if (!ahead) return;
     this.claimAhead = null;
     try {
-      this.bufferClaimed(await ahead.claimed);
+      this.bufferClaimed(await ahead.claimed, ahead.sentAt);
     } catch (error) {
       // A failed claim claimed nothing.
       this.claimReturned();
