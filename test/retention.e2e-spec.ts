@@ -129,6 +129,39 @@ describe('retention', () => {
     expect(walk).toEqual({ walked_to: '0', resting: true });
   });
 
+  it('a pruning pass that fails does not undo the reaping before it', async () => {
+    await app?.close();
+    app = undefined;
+    // Deletes from the jobs table fail, as a pruning pass might every time (a foreign key of the
+    // app's, a missing permission).
+    await db.query(`CREATE FUNCTION refuse_delete() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'deletes refused'; END $$`);
+    await db.query(`CREATE TRIGGER refuse_delete BEFORE DELETE ON job_queue.jobs FOR EACH ROW EXECUTE FUNCTION refuse_delete()`);
+    try {
+      // A dead letter past deadMs, which every pass tries to prune, and a job whose worker is gone.
+      const [dead] = await insertRows([{ status: 'dead', ageMs: 3 * HOUR_MS, finishedAgoMs: 2 * HOUR_MS }]);
+      const [{ id: orphan }] = await db.query<{ id: string }>(
+        `INSERT INTO job_queue.jobs (type, payload, status, attempts, max_attempts, worker_id, lease_token, lease_expires_at, claimed_at)
+         VALUES ('retention.noop', '{}', 'processing', 1, 3, 'a-lost-worker', gen_random_uuid(), now() - interval '1 second', now() - interval '1 minute')
+         RETURNING id::text`,
+      );
+      app = await startQueueApp(db.url, { maintenanceIntervalMs: 50, retention: { completedMs: HOUR_MS, deadMs: HOUR_MS } }, [RetentionHandlers]);
+      const reclaimed = await waitFor(
+        async () => {
+          const job = await app!.admin.getJob(orphan);
+          return job?.status === 'completed' ? job : null;
+        },
+        { message: 'the orphaned job reclaimed and run' },
+      );
+      expect(reclaimed).toMatchObject({ attempts: 2 });
+      expect(await remaining([dead])).toEqual([dead]);
+    } finally {
+      await app?.close();
+      app = undefined;
+      await db.query('DROP TRIGGER refuse_delete ON job_queue.jobs');
+      await db.query('DROP FUNCTION refuse_delete()');
+    }
+  });
+
   it('walks the primary key of a large table, analysed or not, never the whole table', async () => {
     await db.query(
       `INSERT INTO job_queue.jobs (type, payload, max_attempts) SELECT 'retention.plan', '{}'::jsonb, 3 FROM generate_series(1, 100000)`,

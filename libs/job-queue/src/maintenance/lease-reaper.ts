@@ -1,6 +1,6 @@
 import type { EngineLogger } from '../engine/engine-logger.js';
 import type { EventSink } from '../engine/events.js';
-import type { JobStore } from '../persistence/job.store.js';
+import type { JobStore, ReapedJob } from '../persistence/job.store.js';
 
 /**
  * Rows per statement, so one pass never holds very many row locks at once; enough that a killed
@@ -13,7 +13,8 @@ const REAP_BATCH = 4_000;
 /**
  * Takes back jobs whose worker stopped renewing its lease (crashed, killed, stalled): back to
  * waiting with the lost run counted, or dead if that was the last attempt. Its statement is safe
- * if two ran at once; the maintenance leader runs it so that normally only one does.
+ * if two ran at once; the maintenance leader runs it so that normally only one does, and reports
+ * the jobs only once that transaction has committed.
  */
 export class LeaseReaper {
   constructor(
@@ -21,8 +22,13 @@ export class LeaseReaper {
     private readonly logger: EngineLogger,
   ) {}
 
-  async runOnce(store: JobStore): Promise<{ retried: number; dead: number }> {
-    const reaped = await store.reapExpiredLeases(REAP_BATCH);
+  /** One batch, in the caller's transaction. */
+  reap(store: JobStore): Promise<ReapedJob[]> {
+    return store.reapExpiredLeases(REAP_BATCH);
+  }
+
+  /** Events and logs for reaped jobs, once their reaping has committed. */
+  report(reaped: readonly ReapedJob[]): { retried: number; dead: number } {
     let dead = 0;
     for (const job of reaped) {
       this.events.emit({ kind: 'lease-expired', jobId: job.id, type: job.type, workerId: job.workerId ?? undefined });

@@ -3,9 +3,11 @@ import type { LeaseReaper } from './lease-reaper.js';
 import type { RetentionPruner } from './retention-pruner.js';
 
 /**
- * One maintenance pass, run only by the process that wins this pass's transaction-scoped
- * advisory lock (River's elector, without a session lock, so it works behind poolers and a dead
- * leader is replaced on the next pass).
+ * One maintenance pass, run only by the process that wins the transaction-scoped advisory lock
+ * (River's elector, without a session lock, so it works behind poolers and a dead leader is
+ * replaced on the next pass). Reaping and pruning each take the lock in a transaction of their
+ * own: a pruning pass that fails must not undo the reaping before it, nor keep reaped rows locked
+ * while it runs.
  */
 export class MaintenanceLeader {
   constructor(
@@ -16,10 +18,10 @@ export class MaintenanceLeader {
 
   /** null when another process led this pass. */
   async runOnce(): Promise<{ retried: number; dead: number } | null> {
-    return this.store.asMaintenanceLeader(async (store) => {
-      const reaped = await this.reaper.runOnce(store);
-      await this.pruner.runOnce(store);
-      return reaped;
-    });
+    const reaped = await this.store.asMaintenanceLeader((store) => this.reaper.reap(store));
+    if (reaped === null) return null;
+    const counts = this.reaper.report(reaped);
+    await this.store.asMaintenanceLeader((store) => this.pruner.runOnce(store));
+    return counts;
   }
 }
