@@ -201,6 +201,47 @@ describe('flow control across three worker processes', () => {
     }
   }, 30_000);
 
+  it('circuit breaker: a success of a job claimed before the circuit opened leaves it open; only the probe closes it', async () => {
+    const type = 'flow.late-success';
+    const slow = { started: false, release: null as (() => void) | null };
+
+    @Injectable()
+    class LateSuccessHandler {
+      @JobHandler(type, { maxAttempts: 1, circuitBreaker: { failureThreshold: 2, cooldownMs: 60_000 } })
+      async run(payload: { slow?: boolean }) {
+        if (!payload.slow) throw new Error('downstream unavailable');
+        slow.started = true;
+        await new Promise<void>((resolve) => (slow.release = resolve));
+        return 'ok';
+      }
+    }
+
+    const local = await startQueueApp(db.url, { concurrency: 3 }, [LateSuccessHandler]);
+    const events: JobQueueEvent[] = [];
+    const subscription = local.events.events$.subscribe((event) => events.push(event));
+    try {
+      const { id: slowId } = await local.producer.enqueue(type, { slow: true });
+      await waitFor(() => slow.started, { message: 'the slow job to start' });
+      await local.producer.enqueueMany([{ type, payload: {} }, { type, payload: {} }]);
+      await waitFor(() => events.find((e) => e.kind === 'circuit-opened'), { timeoutMs: 10_000, message: 'circuit-opened' });
+      // The job that started before the circuit opened succeeds, its outcome (and circuit) recorded.
+      slow.release!();
+      await waitFor(
+        async () => {
+          const ready = (await local.health.isReady())['job-queue'];
+          return (await local.admin.getJob(slowId))?.status === 'completed' && 'inFlight' in ready && ready.inFlight === 0;
+        },
+        { message: 'the slow job to complete and be recorded' },
+      );
+      expect(events.filter((e) => e.kind === 'circuit-closed')).toEqual([]);
+      expect(await local.admin.circuits()).toMatchObject([{ type, state: 'open' }]);
+    } finally {
+      slow.release?.();
+      subscription.unsubscribe();
+      await local.close();
+    }
+  }, 30_000);
+
   it('ordering keys: 10 keys × 50 jobs run one at a time per key, in enqueue order, retries included, keys in parallel', async () => {
     const random = seeded(20251202);
     const items: Array<{ type: string; payload: FlowPayload & { seq: number }; options: { orderingKey: string } }> = [];

@@ -143,13 +143,17 @@ export function jobSql(schema: string) {
       RETURNING previous.circuit_state AS previous_state, t.circuit_state AS state`,
 
     /**
-     * A success closes the circuit. Only a row that is not already closed-and-clean is updated
-     * (and locked), so successes on a healthy type write nothing and never queue on the row.
+     * A success resets the failure count, and closes a half-open circuit (the probe's success).
+     * An open circuit stays open: the success is of a job claimed before it opened, and only the
+     * probe after the cool-down may close it; a failure opening it concurrently holds the row lock,
+     * and the recheck of the locked row then finds it open. Only a row that is not already
+     * closed-and-clean is updated (and locked), so successes on a healthy type write nothing and
+     * never queue on the row.
      */
     recordCircuitSuccess: `
       UPDATE ${types} t
       SET consecutive_failures = 0, circuit_state = 'closed', opened_at = NULL, reopen_at = NULL
-      WHERE t.type = $1 AND (t.consecutive_failures > 0 OR t.circuit_state <> 'closed')
+      WHERE t.type = $1 AND t.circuit_state <> 'open' AND (t.consecutive_failures > 0 OR t.circuit_state <> 'closed')
       RETURNING (SELECT circuit_state FROM ${types} WHERE type = $1) AS previous_state`,
 
     openCircuits: `
