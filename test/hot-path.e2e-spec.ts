@@ -539,6 +539,40 @@ describe('hot path statements', () => {
     },
   );
 
+  it.each(['small-table', 'large-table', 'multi-type'] as const)(
+    'a keyed job whose enqueue commits after a later job of its key was claimed waits until that job is done (%s claim)',
+    async (form) => {
+      await db.query(`TRUNCATE job_queue.jobs CASCADE`);
+      if (form === 'large-table') await history(4_500);
+      const source = await new DataSource({ type: 'postgres', url: db.url, extra: { max: 2 } }).initialize();
+      const store = new PostgresJobStore(source, 'job_queue');
+      const types: TypeClaim[] = [{ type: 'hot.late', limit: 5, maxAttempts: 3 }];
+      if (form === 'multi-type') types.push({ type: 'hot.other', limit: 5, maxAttempts: 3 });
+      const late = new pg.Client({ connectionString: db.url });
+      await late.connect();
+      try {
+        // The first job's enqueue runs in a transaction that is still open when the second one's commits.
+        await late.query('BEGIN');
+        const { rows } = await late.query<{ id: string }>(
+          `INSERT INTO job_queue.jobs (type, payload, max_attempts, ordering_key) VALUES ('hot.late', '{}', 3, 'k') RETURNING id::text AS id`,
+        );
+        const first = rows[0].id;
+        const [{ id: second }] = await api.producer.enqueueMany([{ type: 'hot.late', payload: {}, options: { orderingKey: 'k' } }]);
+        expect(BigInt(first)).toBeLessThan(BigInt(second));
+        const running = await store.claim(request(types));
+        expect(running.map((job) => job.id)).toEqual([second]);
+        await late.query('COMMIT');
+        // The first job is now the oldest of its key, but the second one runs: it waits for it.
+        expect(await store.claim(request(types))).toEqual([]);
+        expect((await store.completeMany([{ lease: running[0], resultJson: 'null' }])).has(second)).toBe(false);
+        expect((await store.claim(request(types))).map((job) => job.id)).toEqual([first]);
+      } finally {
+        await late.end();
+        await source.destroy();
+      }
+    },
+  );
+
   async function history(rows: number): Promise<void> {
     await db.query(`
       INSERT INTO job_queue.jobs (type, payload, max_attempts, status, attempts, completed_at)

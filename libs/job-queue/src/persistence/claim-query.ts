@@ -67,24 +67,30 @@ export class ClaimQuery {
     const starts = `"${schema}".job_starts`;
     const unfinished = `('pending', 'processing', 'failed')`;
     /**
-     * A keyed job is claimable only while it is the oldest unfinished job of its key. Probed per
-     * job on the ordering index: the cost follows the jobs the claim looks at, whatever the table
-     * holds.
+     * A keyed job is claimable only while it is the oldest unfinished job of its key and no job of
+     * its key is running. The second half matters when enqueues commit out of id order: a job
+     * whose transaction commits after a later job of its key was claimed is then the oldest, while
+     * that later job runs. Probed per job on the ordering indexes: the cost follows the jobs the
+     * claim looks at, whatever the table holds.
      */
-    const oldestOfKeyByProbe = `NOT EXISTS (
+    const oldestOfKeyByProbe = `(NOT EXISTS (
                     SELECT 1 FROM ${jobs} e
-                    WHERE e.ordering_key = j.ordering_key AND e.id < j.id AND e.status IN ${unfinished})`;
+                    WHERE e.ordering_key = j.ordering_key AND e.id < j.id AND e.status IN ${unfinished})
+                AND NOT EXISTS (
+                    SELECT 1 FROM ${jobs} r
+                    WHERE r.ordering_key = j.ordering_key AND r.status = 'processing'))`;
     /**
-     * The same rule as one set, each key's oldest unfinished job, built once per claim (a hashed
-     * subplan), and only if the claim meets a keyed job of its own type (CASE evaluates in order,
-     * whatever order the plan checks the other conditions in). For the small-table claim: its plan
-     * may be made on an empty table, where the probe above can become a sequential scan for every
-     * keyed job looked at; this costs one pass over a small table instead.
+     * The same rule as one set, each key's oldest unfinished job where none of the key runs, built
+     * once per claim (a hashed subplan), and only if the claim meets a keyed job of its own type
+     * (CASE evaluates in order, whatever order the plan checks the other conditions in). For the
+     * small-table claim: its plan may be made on an empty table, where the probes above can become
+     * sequential scans for every keyed job looked at; this costs one pass over a small table.
      */
     const oldestOfKeyAsSet = (type: string) => `CASE WHEN j.type = ${type} THEN j.id IN (
                     SELECT min(e.id) FROM ${jobs} e
                     WHERE e.ordering_key IS NOT NULL AND e.status IN ${unfinished}
-                    GROUP BY e.ordering_key) END`;
+                    GROUP BY e.ordering_key
+                    HAVING bool_and(e.status <> 'processing')) END`;
     /**
      * Waiting, due jobs of the type in priority then run-time order, at most `allowance`; each as
      * the tuple id (ctid) of the row version it locked.
