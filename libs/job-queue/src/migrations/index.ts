@@ -6,7 +6,6 @@ import { createFlowControlMigration } from './1764576000000-flow-control.js';
 import { createRetentionMigration } from './1764662400000-retention.js';
 import { createLeanHotPathMigration } from './1764748800000-lean-hot-path.js';
 import { createRetentionByIdMigration } from './1764835200000-retention-by-id.js';
-import { createOrderingRunningMigration } from './1764921600000-ordering-running.js';
 
 /** The library's migrations, in order, for the given schema. */
 export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array<new () => MigrationInterface> {
@@ -17,7 +16,6 @@ export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array
     createRetentionMigration(schema),
     createLeanHotPathMigration(schema),
     createRetentionByIdMigration(schema),
-    createOrderingRunningMigration(schema),
   ];
 }
 

@@ -67,18 +67,19 @@ export class ClaimQuery {
     const starts = `"${schema}".job_starts`;
     const unfinished = `('pending', 'processing', 'failed')`;
     /**
-     * A keyed job is claimable only while it is the oldest unfinished job of its key and no job of
-     * its key is running. The second half matters when enqueues commit out of id order: a job
-     * whose transaction commits after a later job of its key was claimed is then the oldest, while
-     * that later job runs. Probed per job on the ordering indexes: the cost follows the jobs the
-     * claim looks at, whatever the table holds.
+     * A keyed job is claimable only while it is the oldest unfinished job of its key and no later
+     * job of its key is running. The second half matters when enqueues commit out of id order: a
+     * job whose transaction commits after a later job of its key was claimed is then the oldest,
+     * while that later job runs. Probed per job on the ordering index: the cost follows the jobs
+     * the claim looks at, whatever the table holds; the second probe, which walks the key's later
+     * unfinished jobs, runs only for a job that passed the first, at most one per key.
      */
     const oldestOfKeyByProbe = `(NOT EXISTS (
                     SELECT 1 FROM ${jobs} e
                     WHERE e.ordering_key = j.ordering_key AND e.id < j.id AND e.status IN ${unfinished})
                 AND NOT EXISTS (
                     SELECT 1 FROM ${jobs} r
-                    WHERE r.ordering_key = j.ordering_key AND r.status = 'processing'))`;
+                    WHERE r.ordering_key = j.ordering_key AND r.id > j.id AND r.status = 'processing'))`;
     /**
      * The same rule as one set, each key's oldest unfinished job where none of the key runs, built
      * once per claim (a hashed subplan), and only if the claim meets a keyed job of its own type
