@@ -1,3 +1,4 @@
+import type { EngineLogger } from '../engine/engine-logger.js';
 import type { JobStore } from '../persistence/job.store.js';
 import type { LeaseReaper } from './lease-reaper.js';
 import type { RetentionPruner } from './retention-pruner.js';
@@ -14,6 +15,7 @@ export class MaintenanceLeader {
     private readonly store: JobStore,
     private readonly reaper: LeaseReaper,
     private readonly pruner: RetentionPruner,
+    private readonly logger: EngineLogger,
   ) {}
 
   /** null when another process led this pass. */
@@ -21,7 +23,12 @@ export class MaintenanceLeader {
     const reaped = await this.store.asMaintenanceLeader((store) => this.reaper.reap(store));
     if (reaped === null) return null;
     const counts = this.reaper.report(reaped);
-    await this.store.asMaintenanceLeader((store) => this.pruner.runOnce(store));
+    try {
+      await this.store.asMaintenanceLeader((store) => this.pruner.runOnce(store));
+    } catch (error) {
+      // Logged here, not thrown: the caller still needs the reaping's counts (to wake its worker).
+      this.logger.warn(`Pruning old jobs failed: ${(error as Error)?.message ?? error}; retrying next pass.`);
+    }
     return counts;
   }
 }

@@ -111,6 +111,7 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
       store,
       new LeaseReaper(events, logger),
       new RetentionPruner({ ...options.retention, startsMs: longestRateWindowMs }),
+      logger,
     );
     this.maintenanceTask = new PeriodicTask(
       'Maintenance',
