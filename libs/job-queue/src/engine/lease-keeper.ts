@@ -110,7 +110,12 @@ export class LeaseKeeper {
       for (const lease of leases) {
         if (!gone.has(lease) && this.now() - lease.renewedAt >= this.leaseMs) {
           gone.add(lease);
-          this.holder.leaseGone(lease, null);
+          try {
+            this.holder.leaseGone(lease, null);
+          } catch (error) {
+            // A timer's callback: a throw here would end the process.
+            this.logger.error(`Could not stop the attempt of job ${lease.id} after its lease ran out: ${(error as Error)?.message ?? error}`);
+          }
         }
       }
       arm();

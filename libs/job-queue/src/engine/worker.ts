@@ -127,7 +127,7 @@ export class Worker implements LeaseHolder, CompletionListener {
     private readonly logger: EngineLogger,
     /**
      * The clock of claim ages, run times and the rate meter: monotonic, and the lease keeper's too
-     * (a lease's renewedAt starts at its claim). Tests move it by hand; timers keep real time.
+     * (a lease's renewedAt starts when its claim was sent). Tests move it by hand; timers keep real time.
      */
     private readonly now: () => number = monotonicNow,
   ) {
