@@ -143,10 +143,10 @@ export function jobSql(schema: string) {
       RETURNING previous.circuit_state AS previous_state, t.circuit_state AS state`,
 
     /**
-     * A success resets the failure count, and closes a half-open circuit (the probe's success).
-     * An open circuit stays open: the success is of a job claimed before it opened, and only the
-     * probe after the cool-down may close it; a failure opening it concurrently holds the row lock,
-     * and the recheck of the locked row then finds it open. Only a row that is not already
+     * A success resets the failure count, and closes a half-open circuit (the probe's success, or
+     * that of a job claimed before the circuit opened: the downstream works either way). An open
+     * circuit stays open through its cool-down, whatever succeeds meanwhile; a failure opening it
+     * concurrently holds the row lock, and the recheck of the locked row then finds it open. Only a row that is not already
      * closed-and-clean is updated (and locked), so successes on a healthy type write nothing and
      * never queue on the row.
      */

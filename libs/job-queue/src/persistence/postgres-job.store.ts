@@ -279,9 +279,10 @@ export class PostgresJobStore implements JobStore {
       abandon() {
         if (!open) return;
         open = false;
-        // The connection ends first: statements queued on it fail, and the server rolls the
-        // transaction back. Then the runner is released, so the handler's next statement throws,
-        // and the pool drops the ended connection rather than hand it out again.
+        // The connection ends first: statements not yet run on it fail, and the server rolls the
+        // transaction back (once a statement still running there ends; until then its backend
+        // stays, outside the pool's count). Then the runner is released, so the handler's next
+        // statement throws, and the pool drops the ended connection rather than hand it out again.
         connection.end().catch(() => undefined);
         void queryRunner.release();
       },
