@@ -217,7 +217,7 @@ const stubborn = { lateError: null as Error | null, done: false };
 
 @Injectable()
 class StubbornTransactional {
-  @JobHandler('eo.stubborn', { transactional: true, timeoutMs: 200, maxAttempts: 1 })
+  @JobHandler('eo.stubborn', { transactional: true, timeoutMs: 500, maxAttempts: 1 })
   async run(_payload: unknown, job: JobContext) {
     const insert = (note: string) =>
       job.manager!.query(`INSERT INTO business_rows (job_id, worker, attempt, note) VALUES ($1, 'stubborn', $2, $3)`, [
@@ -227,7 +227,7 @@ class StubbornTransactional {
       ]);
     await insert('before');
     // A statement that outlasts the timeout: the attempt ends while it runs.
-    await job.manager!.query(`SELECT pg_sleep(0.5)`).catch(() => undefined);
+    await job.manager!.query(`SELECT pg_sleep(1.5)`).catch(() => undefined);
     try {
       await insert('after');
     } catch (error) {
@@ -251,7 +251,7 @@ describe('a transactional handler that times out and writes on', () => {
         const [open] = await db.query(
           `SELECT count(*)::int AS n FROM pg_stat_activity
            WHERE datname = current_database() AND pid <> pg_backend_pid()
-             AND (state LIKE 'idle in transaction%' OR (state = 'active' AND query LIKE '%pg_sleep(0.5)%'))`,
+             AND (state LIKE 'idle in transaction%' OR (state = 'active' AND query LIKE '%pg_sleep(1.5)%'))`,
         );
         return open.n === 0;
       },
@@ -270,7 +270,7 @@ class LongTransactional {
   async run(_payload: unknown, job: JobContext) {
     await job.manager!.query(`INSERT INTO business_rows (job_id, worker, attempt) VALUES ($1, 'long', $2)`, [job.id, job.attempt]);
     // Outlasts two renewals of its lease (every leaseMs / 3), each an update of the job's row.
-    await work(700);
+    await work(1_200);
     return { attempt: job.attempt };
   }
 }
@@ -278,7 +278,7 @@ class LongTransactional {
 describe('a transactional handler that outlasts its lease renewals', () => {
   it('completes even when the DataSource defaults transactions to SERIALIZABLE', async () => {
     const queue = await boot(
-      { workerId: 'long-tx', leaseMs: 600, dataSource: { type: 'postgres', url: db.url, isolationLevel: 'SERIALIZABLE' } },
+      { workerId: 'long-tx', leaseMs: 1_500, dataSource: { type: 'postgres', url: db.url, isolationLevel: 'SERIALIZABLE' } },
       [LongTransactional],
     );
     const { id } = await queue.producer.enqueue('eo.long-tx', {});
