@@ -172,36 +172,36 @@ describe('LeaseKeeper', () => {
   });
 
   describe('when a renewal hangs', () => {
-    /** The renewal answers (or fails) only when the test says so. */
-    function hangRenewal() {
+    /**
+     * Two leases, one 20 ms from running out, renewed in a pass whose statement answers (or fails)
+     * only when the test says so; the hand clock is then moved past the first one's end, and the
+     * keeper's timer fires on its own (20 ms of real time).
+     */
+    async function passWithHungRenewal() {
+      const soonRenewedAt = now - LEASE_MS + 20;
+      hold('soon', soonRenewedAt);
+      hold('later', now - 1_000);
       let answer!: () => void;
       store.hang = new Promise<void>((resolve) => (answer = resolve));
-      return answer;
+      const startedAt = now;
+      const pass = keeper.runOnce();
+      now += 20;
+      await vi.waitFor(() => expect(gone).toEqual([{ id: 'soon', status: null }]));
+      return { answer, pass, soonRenewedAt, startedAt };
     }
 
     it('presumes each of its leases lost as its leaseMs runs out, without waiting for the answer', async () => {
-      hold('soon', now - LEASE_MS + 20);
-      hold('later', now - 1_000);
-      const answer = hangRenewal();
-      const pass = keeper.runOnce();
-      // The keeper's timer fires when the soonest lease runs out (20 ms of real time here).
-      now += 20;
-      await vi.waitFor(() => expect(gone).toEqual([{ id: 'soon', status: null }]));
+      const { answer, pass, soonRenewedAt, startedAt } = await passWithHungRenewal();
       // The answer comes at last: the other lease is renewed, and the one reported stays reported, once.
       answer();
       expect(await pass).toEqual({ renewed: 1, lost: 1, handedBack: 0 });
       expect(gone).toEqual([{ id: 'soon', status: null }]);
-      expect(leases.find((lease) => lease.id === 'soon')?.renewedAt).toBe(now - 20 - LEASE_MS + 20);
-      expect(leases.find((lease) => lease.id === 'later')?.renewedAt).toBe(now - 20);
+      expect(leases.find((lease) => lease.id === 'soon')?.renewedAt).toBe(soonRenewedAt);
+      expect(leases.find((lease) => lease.id === 'later')?.renewedAt).toBe(startedAt);
     });
 
     it('reports no lease twice when the renewal fails in the end', async () => {
-      hold('soon', now - LEASE_MS + 20);
-      hold('later', now - 1_000);
-      const answer = hangRenewal();
-      const pass = keeper.runOnce();
-      now += 20;
-      await vi.waitFor(() => expect(gone).toHaveLength(1));
+      const { answer, pass } = await passWithHungRenewal();
       store.error = new Error('connection reset');
       answer();
       expect(await pass).toEqual({ renewed: 0, lost: 1, handedBack: 0 });
