@@ -1,5 +1,6 @@
 import { Injectable, type LoggerService, type Provider, type Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import pg from 'pg';
 import type { Subscription } from 'rxjs';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import {
@@ -258,6 +259,54 @@ describe('a transactional handler that times out and writes on', () => {
       { timeoutMs: 3_000, message: 'the timed-out transaction to be gone' },
     );
     expect(await businessRows(id)).toEqual([]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// (2b') A transactional handler that times out while its statement waits for a lock
+
+const blocked = { started: false };
+
+@Injectable()
+class BlockedTransactional {
+  @JobHandler('eo.blocked', { transactional: true, timeoutMs: 400, maxAttempts: 1 })
+  async run(_payload: unknown, job: JobContext) {
+    blocked.started = true;
+    // Waits for the row lock the test holds, far longer than timeoutMs.
+    await job.manager!.query(`UPDATE business_rows SET note = 'blocked' WHERE note = 'locked'`).catch(() => undefined);
+  }
+}
+
+describe('a transactional handler that times out while its statement waits for a lock', () => {
+  it("leaves no backend behind holding the job's transaction open", async () => {
+    const [{ id: rowId }] = await db.query(
+      `INSERT INTO business_rows (job_id, worker, attempt, note) VALUES (0, 'test', 0, 'locked') RETURNING id`,
+    );
+    const holder = new pg.Client({ connectionString: db.url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM business_rows WHERE id = $1 FOR UPDATE`, [rowId]);
+      const queue = await boot({ workerId: 'blocked-w' }, [BlockedTransactional]);
+      const { id } = await queue.producer.enqueue('eo.blocked', {});
+      expect(await finished(queue, id)).toMatchObject({ status: 'dead', attempts: 1 });
+      // Its backend was cancelled: nothing is left waiting for the lock, which the test still holds.
+      await waitFor(
+        async () => {
+          const [waiting] = await db.query(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+             WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%SET note = ''blocked''%'`,
+          );
+          return waiting.n === 0;
+        },
+        { timeoutMs: 3_000, message: 'the timed-out statement to stop waiting for the lock' },
+      );
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
+    expect(blocked.started).toBe(true);
+    expect(await db.query(`SELECT note FROM business_rows WHERE id = $1`, [rowId])).toEqual([{ note: 'locked' }]);
   });
 });
 

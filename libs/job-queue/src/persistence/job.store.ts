@@ -88,7 +88,8 @@ export interface JobTransaction {
   /**
    * Ends the transaction by closing its connection, for a handler that may still be running (it
    * timed out, or was interrupted). A ROLLBACK would leave the connection to its next statement,
-   * which would then run, and commit, on its own; after this, its statements fail.
+   * which would then run, and commit, on its own; after this, its statements fail. A statement
+   * still running on the server is cancelled.
    */
   abandon(): void;
 }

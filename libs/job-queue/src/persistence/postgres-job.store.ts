@@ -19,6 +19,7 @@ import type {
   RetentionWalk,
 } from './job.store.js';
 import { DEFAULT_SYNCHRONOUS_CLAIMS } from '../options/defaults.js';
+import { sendCancelRequest, type BackendAddress } from './backend-cancel-request.js';
 import { ClaimQuery, turnedAway } from './claim-query.js';
 import { OneTypeClaimPlans, type JobsTableSize, type OneTypeClaimPlan } from './one-type-claim-plans.js';
 import { jobSql, type JobSql } from './job.sql.js';
@@ -280,10 +281,12 @@ export class PostgresJobStore implements JobStore {
         if (!open) return;
         open = false;
         // The connection ends first: statements not yet run on it fail, and the server rolls the
-        // transaction back (once a statement still running there ends; until then its backend
-        // stays, outside the pool's count). Then the runner is released, so the handler's next
-        // statement throws, and the pool drops the ended connection rather than hand it out again.
+        // transaction back. A statement still running there is cancelled, or its backend (outside
+        // the pool's count by then) would hold its locks until it ended. Then the runner is
+        // released, so the handler's next statement throws, and the pool drops the ended
+        // connection rather than hand it out again.
         connection.end().catch(() => undefined);
+        sendCancelRequest(connection as BackendAddress);
         void queryRunner.release();
       },
     };
