@@ -10,7 +10,7 @@ const LEGS = [
 ] as const;
 
 /**
- * Diagnostic (BENCH_TRACE_SQL=1): the median of each leg of enqueue → handler start, from the
+ * Diagnostic (BENCH_TRACE_SQL=1): the median and p99 of each leg of enqueue → handler start, from the
  * worker's view of the last NOTIFY it received and the last statement that completed before the
  * handler started (for a worker that claims on NOTIFY, the claim).
  */
@@ -41,6 +41,9 @@ export function describePickupTraces(
   const [top, topCount] = [...statements.entries()].sort((a, b) => b[1] - a[1])[0] ?? ['none', 0];
   return [
     `    pickup breakdown (last statement before start: ${top} in ${topCount} of ${traces.size}):`,
-    ...[...legs].map(([leg, values]) => `      ${leg.padEnd(32)} p50 ${percentile(values, 50).toFixed(2)} ms (${values.length} samples)`),
+    ...[...legs].map(
+      ([leg, values]) =>
+        `      ${leg.padEnd(32)} p50 ${percentile(values, 50).toFixed(2)} ms, p99 ${percentile(values, 99).toFixed(2)} ms (${values.length} samples)`,
+    ),
   ].join('\n');
 }
