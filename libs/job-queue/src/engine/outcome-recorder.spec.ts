@@ -234,6 +234,42 @@ describe('OutcomeRecorder', () => {
     });
   });
 
+  describe('when the store fails for longer, while the attempt holds its lease', () => {
+    it('keeps retrying, each pause at most 2 s, until the write lands', async () => {
+      for (let i = 0; i < 8; i++) store.failures.push(new Error('database is away'));
+      const held = { mayKeepWriting: true };
+      await recorder.record(claimed(1), handler, { kind: 'failed', error: 'x', permanent: true }, held);
+      expect(store.calls).toHaveLength(9);
+      expect(sleeps).toEqual([100, 250, 500, 1_000, 2_000, 2_000, 2_000, 2_000]);
+      expect(store.rows.get('7')).toMatchObject({ status: 'dead', lastError: 'x' });
+      expect(events.map((event) => event.kind)).toEqual(['dead-lettered']);
+      expect(logs.error).toEqual([]);
+    });
+
+    it('gives up once the lease is presumed lost, and logs an error', async () => {
+      for (let i = 0; i < 50; i++) store.failures.push(new Error('database is away'));
+      const held = { mayKeepWriting: true };
+      recorder = new OutcomeRecorder(
+        store as unknown as JobStore,
+        new RetryPolicy(() => 0.5),
+        { emit: (event) => events.push(event) },
+        { log: () => undefined, warn: (message) => logs.warn.push(message), error: (message) => logs.error.push(message) },
+        'worker-a',
+        undefined,
+        async (ms) => {
+          sleeps.push(ms);
+          // The lease keeper presumes the lease lost during the tenth pause.
+          if (sleeps.length === 10) held.mayKeepWriting = false;
+        },
+      );
+      await recorder.record(claimed(1), handler, { kind: 'succeeded', resultJson: '1' }, held);
+      expect(store.calls).toHaveLength(11);
+      expect(events).toEqual([]);
+      expect(logs.error).toHaveLength(1);
+      expect(store.rows.get('7')?.status).toBe('processing');
+    });
+  });
+
   describe('a success in steps (the worker’s hot path)', () => {
     const completion = (leaseToken: string, heard: string[]) => ({
       lease: { id: '7', leaseToken },

@@ -6,13 +6,23 @@ import type { EngineLogger } from './engine-logger.js';
 import type { EventSink } from './events.js';
 import type { RetryPolicy } from './retry-policy.js';
 
+/** Pauses between tries of a failed write; the last one repeats. */
 const WRITE_RETRY_DELAYS_MS = [100, 250, 500, 1_000, 2_000];
+
+/** The attempt whose outcome is written, as far as the write's retries go. */
+export interface HeldAttempt {
+  /** Still holds its lease (not interrupted), and no shutdown is waiting on it. */
+  readonly mayKeepWriting: boolean;
+}
 
 /**
  * Writes an attempt's outcome with the lease as proof of ownership. A write the store refuses
  * means another owner (or a cancel) took the job: the result is discarded, visibly. A write that
- * fails because the database is away is retried; if it never lands, the lease expires and the
- * reaper takes the job back, so it is still not lost.
+ * fails because the database is away is retried for as long as the attempt holds its lease (the
+ * lease keeper renews it meanwhile, and presumes it lost leaseMs after its last confirmed
+ * renewal), so an outage shorter than the lease costs no attempt a rerun. Without a held attempt
+ * to watch, or once it is interrupted or a drain has timed out, a write gives up after a few tries. Then the lease expires
+ * and the reaper takes the job back, so it is still not lost.
  */
 export class OutcomeRecorder {
   private retryScheduled: ((delayMs: number) => void) | null = null;
@@ -32,13 +42,13 @@ export class OutcomeRecorder {
     this.retryScheduled = listener;
   }
 
-  /** Records an outcome; never rejects. */
-  record(job: ClaimedJob, handler: RegisteredHandler, outcome: AttemptOutcome): Promise<void> {
-    if (outcome.kind !== 'succeeded') return this.recordOther(job, handler, outcome);
+  /** Records an outcome; never rejects. `held`: the attempt, whose lease bounds the write's retries. */
+  record(job: ClaimedJob, handler: RegisteredHandler, outcome: AttemptOutcome, held?: HeldAttempt): Promise<void> {
+    if (outcome.kind !== 'succeeded') return this.recordOther(job, handler, outcome, held);
     const { resultJson } = outcome;
     return this.completions.complete(job, resultJson).then(
       (applied) => this.completionWritten(job, handler, applied),
-      () => this.retryCompletion(job, handler, resultJson),
+      () => this.retryCompletion(job, handler, resultJson, held),
     );
   }
 
@@ -62,11 +72,18 @@ export class OutcomeRecorder {
   }
 
   /** A success whose first write failed (the database away): retried with backoff, as every outcome is. */
-  async retryCompletion(job: ClaimedJob, handler: RegisteredHandler, resultJson: string): Promise<void> {
-    if (await this.write(job, () => this.completions.complete(job, resultJson), 1)) await this.completionWritten(job, handler, true);
+  async retryCompletion(job: ClaimedJob, handler: RegisteredHandler, resultJson: string, held?: HeldAttempt): Promise<void> {
+    if (await this.write(job, () => this.completions.complete(job, resultJson), held, 1)) {
+      await this.completionWritten(job, handler, true);
+    }
   }
 
-  private async recordOther(job: ClaimedJob, handler: RegisteredHandler, outcome: Exclude<AttemptOutcome, { kind: 'succeeded' }>): Promise<void> {
+  private async recordOther(
+    job: ClaimedJob,
+    handler: RegisteredHandler,
+    outcome: Exclude<AttemptOutcome, { kind: 'succeeded' }>,
+    held: HeldAttempt | undefined,
+  ): Promise<void> {
     switch (outcome.kind) {
       case 'committed':
         this.events.emit({ kind: 'completed', ...this.eventBase(job) });
@@ -76,14 +93,14 @@ export class OutcomeRecorder {
         const base = this.eventBase(job);
         if (!outcome.permanent) await this.circuitFailure(handler);
         if (outcome.permanent || job.attempt >= job.maxAttempts) {
-          if (await this.write(job, () => this.store.deadLetter(job, outcome.error, job.attempt, this.workerId))) {
+          if (await this.write(job, () => this.store.deadLetter(job, outcome.error, job.attempt, this.workerId), held)) {
             this.logger.warn(`Job ${job.id} (${job.type}) dead-lettered after attempt ${job.attempt}: ${outcome.error}`);
             this.events.emit({ kind: 'dead-lettered', ...base, error: outcome.error });
           }
           return;
         }
         const delayMs = this.retryPolicy.delayFor(job.attempt, handler);
-        if (await this.write(job, () => this.store.scheduleRetry(job, outcome.error, job.attempt, this.workerId, delayMs))) {
+        if (await this.write(job, () => this.store.scheduleRetry(job, outcome.error, job.attempt, this.workerId, delayMs), held)) {
           this.events.emit({ kind: 'retry-scheduled', ...base, error: outcome.error, delayMs });
           this.retryScheduled?.(delayMs);
         }
@@ -91,7 +108,7 @@ export class OutcomeRecorder {
       }
       case 'interrupted': {
         if (outcome.reason === 'lease-lost') this.leaseLost(job);
-        else if (outcome.reason === 'drain') await this.write(job, async () => (await this.store.release([job])).length === 1);
+        else if (outcome.reason === 'drain') await this.write(job, async () => (await this.store.release([job])).length === 1, held);
         return;
       }
     }
@@ -134,15 +151,15 @@ export class OutcomeRecorder {
    * Returns whether the fenced write applied; false means the lease is gone. `failedTries`: tries
    * already made and failed, so the first of these waits its backoff first.
    */
-  private async write(job: ClaimedJob, apply: () => Promise<boolean>, failedTries = 0): Promise<boolean> {
-    for (let attempt = failedTries; ; attempt++) {
+  private async write(job: ClaimedJob, apply: () => Promise<boolean>, held: HeldAttempt | undefined, failedTries = 0): Promise<boolean> {
+    for (let tries = failedTries; ; tries++) {
       try {
-        if (attempt > 0) await this.sleep(WRITE_RETRY_DELAYS_MS[attempt - 1]);
+        if (tries > 0) await this.sleep(WRITE_RETRY_DELAYS_MS[Math.min(tries, WRITE_RETRY_DELAYS_MS.length) - 1]);
         const applied = await apply();
         if (!applied) this.leaseLost(job);
         return applied;
       } catch (error) {
-        if (attempt >= WRITE_RETRY_DELAYS_MS.length) {
+        if (!held?.mayKeepWriting && tries >= WRITE_RETRY_DELAYS_MS.length) {
           this.logger.error(
             `Could not record the outcome of job ${job.id} (${job.type}): ${(error as Error)?.message}. ` +
               'Its lease will expire and the job will be retried.',

@@ -3,6 +3,7 @@ import type { ClaimedJob, Lease } from '../persistence/job.store.js';
 import { AttemptControl } from './attempt-control.js';
 import type { PendingCompletion } from './completion-batcher.js';
 import type { HeldLease } from './lease-keeper.js';
+import type { HeldAttempt } from './outcome-recorder.js';
 
 /** Who hears how an attempt's completion write went. */
 export interface CompletionListener {
@@ -17,7 +18,7 @@ export interface CompletionListener {
  * one per stage: at tens of thousands of short jobs a second, the worker's own allocations are a
  * large part of its cost.
  */
-export class WorkerAttempt extends AttemptControl implements HeldLease, PendingCompletion {
+export class WorkerAttempt extends AttemptControl implements HeldLease, PendingCompletion, HeldAttempt {
   readonly id: string;
   readonly leaseToken: string;
   renewedAt: number;
@@ -27,6 +28,8 @@ export class WorkerAttempt extends AttemptControl implements HeldLease, PendingC
   startedAt = 0;
   /** Set when the handler succeeded: the result as JSON text. */
   resultJson = 'null';
+  /** The worker's drain ran out of time while this attempt was in flight. */
+  drainTimedOut = false;
 
   constructor(
     readonly job: ClaimedJob,
@@ -42,6 +45,11 @@ export class WorkerAttempt extends AttemptControl implements HeldLease, PendingC
     this.id = job.id;
     this.leaseToken = job.leaseToken;
     this.renewedAt = leaseFrom;
+  }
+
+  /** A failed outcome write may go on retrying: the lease is held and no shutdown waits on it. */
+  get mayKeepWriting(): boolean {
+    return this.interruption === null && !this.drainTimedOut;
   }
 
   /** The lease a completion write presents: this attempt's. */

@@ -24,6 +24,9 @@ class ScriptedStore {
   readonly completed: string[] = [];
   readonly released: string[] = [];
   readonly started: string[] = [];
+  /** While set, every completion write fails (the database away); counts the tries. */
+  failCompletions = false;
+  completionTries = 0;
   private claims = 0;
   private gate: Promise<void> | null = null;
   private openGate: (() => void) | null = null;
@@ -62,6 +65,8 @@ class ScriptedStore {
   /** Returns the ids whose lease was gone, as the real store does. */
   async completeMany(items: ReadonlyArray<{ lease: Lease; resultJson: string }>): Promise<Set<string>> {
     await this.gate;
+    this.completionTries++;
+    if (this.failCompletions) throw new Error('connection refused');
     const missed = new Set<string>();
     for (const { lease } of items) {
       if (this.leases.get(lease.id) !== lease.leaseToken) {
@@ -101,7 +106,7 @@ const workers: Worker[] = [];
 
 function setup(
   handler: RegisteredHandler,
-  settings: { concurrency?: number; prefetch?: number; pollIntervalMs?: number; now?: () => number } = {},
+  settings: { concurrency?: number; prefetch?: number; pollIntervalMs?: number; now?: () => number; writePause?: () => Promise<unknown> } = {},
 ) {
   const store = new ScriptedStore();
   const registry = new JobHandlerRegistry();
@@ -109,7 +114,9 @@ function setup(
   const events: Array<Omit<JobQueueEvent, 'at'>> = [];
   const sink = { emit: (event: Omit<JobQueueEvent, 'at'>) => events.push(event) };
   const jobStore = store as unknown as JobStore;
-  const recorder = new OutcomeRecorder(jobStore, new RetryPolicy(), sink, quietLogger, 'w-unit', new CompletionBatcher(jobStore), async () => undefined);
+  const recorder = new OutcomeRecorder(jobStore, new RetryPolicy(), sink, quietLogger, 'w-unit', new CompletionBatcher(jobStore), async () => {
+    await settings.writePause?.();
+  });
   const runner = new JobRunner(jobStore, new EffectLedger(jobStore, quietLogger), async () => {
     throw new Error('not used');
   });
@@ -244,6 +251,20 @@ describe('Worker', () => {
     // A second drain, asked for at any time, is the same one.
     expect(await worker.drain(30)).toEqual({ finished: 1, released: 1 });
     releaseSlow();
+  });
+
+  it('retries a failing completion write while the lease is held; after a drain timeout it gives up, and the drain ends', async () => {
+    const handler = handlerStub({ type: 'unit.job', concurrency: 4 });
+    const { store, worker } = setup(handler, { writePause: tick });
+    store.failCompletions = true;
+    store.queue('a');
+    worker.start();
+    // Past the few tries a write makes when nothing holds its lease.
+    await until(() => store.completionTries >= 10, 'the write to be retried while the lease is held');
+    expect(worker.heldLeases().map((lease) => lease.id)).toEqual(['a']);
+    await worker.drain(10);
+    expect(worker.inFlight).toBe(0);
+    expect(store.completed).toEqual([]);
   });
 
   it('a job claimed again while its stale attempt’s completion is in flight: only the new attempt’s write applies', async () => {

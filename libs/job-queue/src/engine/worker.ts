@@ -264,12 +264,15 @@ export class Worker implements LeaseHolder, CompletionListener {
     const unstarted = await this.releaseBuffer();
     const atStart = this.active.size;
     await this.untilAllRecorded(monotonicNow() + timeoutMs);
-    // Attempts whose handler has finished are only waiting for their outcome's write: they keep
-    // their lease (and its renewals) until it lands.
     const leftover = [...this.active.values()].filter((attempt) => attempt.slotHeld && !attempt.interruption);
     for (const attempt of leftover) {
       attempt.interrupt('drain', new Error(`shutdown: drain timed out after ${timeoutMs} ms; the job is released`));
     }
+    // Attempts whose handler has finished are only waiting for their outcome's write: they keep
+    // their lease (and its renewals) until it lands. A failed write retries while the lease is
+    // held; from now on it gives up after a few tries, so a database that is away cannot hold
+    // the shutdown for a whole lease.
+    for (const attempt of this.active.values()) attempt.drainTimedOut = true;
     await this.untilAllRecorded(Infinity);
     this.state = 'stopped';
     return { finished: atStart - leftover.length, released: leftover.length + unstarted };
@@ -639,7 +642,7 @@ export class Worker implements LeaseHolder, CompletionListener {
       this.recorder.recordSuccess(entry);
       return;
     }
-    this.finishAfter(entry, this.recorder.record(entry.job, entry.handler, outcome));
+    this.finishAfter(entry, this.recorder.record(entry.job, entry.handler, outcome, entry));
   }
 
   completionSettled(entry: WorkerAttempt, applied: boolean): void {
@@ -652,7 +655,7 @@ export class Worker implements LeaseHolder, CompletionListener {
 
   completionFailed(entry: WorkerAttempt, _error: unknown): void {
     try {
-      this.finishAfter(entry, this.recorder.retryCompletion(entry.job, entry.handler, entry.resultJson));
+      this.finishAfter(entry, this.recorder.retryCompletion(entry.job, entry.handler, entry.resultJson, entry));
     } catch (error) {
       this.internalError(entry, error);
     }
