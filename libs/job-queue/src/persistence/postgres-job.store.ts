@@ -212,6 +212,12 @@ export class PostgresJobStore implements JobStore {
   /** Runs `work` on one pooled connection inside BEGIN … COMMIT, rolled back if it throws. */
   private async inTransaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    // pg-pool listens for a client's errors only while the client is idle in the pool. Checked
+    // out, a connection lost (the server restarted, the backend terminated) would emit 'error'
+    // to no one, and Node would end the process for it.
+    let lost: Error | undefined;
+    const onError = (error: Error) => (lost ??= error);
+    client.on('error', onError);
     let failed = true;
     try {
       await client.query('BEGIN');
@@ -220,8 +226,10 @@ export class PostgresJobStore implements JobStore {
       failed = false;
       return result;
     } finally {
-      if (failed) await client.query('ROLLBACK').catch(() => undefined);
-      client.release();
+      if (failed && !lost) await client.query('ROLLBACK').catch(() => undefined);
+      client.off('error', onError);
+      // A lost connection is destroyed, not handed out again.
+      client.release(lost);
     }
   }
 
