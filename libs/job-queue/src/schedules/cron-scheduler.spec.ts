@@ -14,9 +14,15 @@ const HOUR_MS = 3_600_000;
 class FakeStore {
   readonly rows: NewJob[] = [];
   readonly calls: NewJob[][] = [];
+  /** Fails the next enqueue (the database away). */
+  failNext = false;
 
   async enqueue(jobs: readonly NewJob[]): Promise<EnqueuedJob[]> {
     this.calls.push([...jobs]);
+    if (this.failNext) {
+      this.failNext = false;
+      throw new Error('connection refused');
+    }
     return jobs.map((job) => {
       const existing = this.rows.findIndex((row) => row.type === job.type && row.idempotencyKey === job.idempotencyKey);
       if (existing >= 0) return { id: String(existing + 1), deduplicated: true };
@@ -189,6 +195,17 @@ describe('CronScheduler.runOnce', () => {
     const slots = store.slots();
     expect(slots).toHaveLength(251);
     for (let i = 1; i < slots.length; i++) expect(Date.parse(slots[i]) - Date.parse(slots[i - 1])).toBe(1000);
+  });
+
+  it('a pass whose enqueue fails leaves its slots to the next pass', async () => {
+    const cron = scheduler([handler('report.minute', '* * * * *')]);
+    await cron.runOnce();
+    now += 60_000;
+    store.failNext = true;
+    await expect(cron.runOnce()).rejects.toThrow('connection refused');
+    now += 60_000;
+    expect(await cron.runOnce()).toBe(2);
+    expect(store.slots()).toEqual(['2025-06-02T10:17:00.000Z', '2025-06-02T10:18:00.000Z', '2025-06-02T10:19:00.000Z']);
   });
 
   it('lists its schedules with the next slot after now', () => {

@@ -4,6 +4,8 @@ import type { JobStore, NewJob } from '../persistence/job.store.js';
 
 /** Slots one pass enqueues per schedule at most (a stalled process catching up). */
 const MAX_SLOTS_PER_PASS = 100;
+/** A pass that failed (the database away) is tried again this soon. */
+const RETRY_AFTER_FAILURE_MS = 1_000;
 
 export interface ScheduledType {
   type: string;
@@ -44,10 +46,14 @@ export class CronScheduler {
     }));
   }
 
-  /** Enqueues due slots; returns how many were new rows. */
+  /**
+   * Enqueues due slots; returns how many were new rows. The slots count as done only once their
+   * enqueue has committed: a pass that fails (the database away) leaves them to the next one.
+   */
   async runOnce(): Promise<number> {
     const now = this.now();
     const jobs: NewJob[] = [];
+    const checked = new Map<string, number>();
     for (const handler of this.handlers) {
       const schedule = handler.schedule!;
       const since = this.lastChecked.get(handler.type);
@@ -68,7 +74,7 @@ export class CronScheduler {
           slot = schedule.next(slot);
         }
       }
-      this.lastChecked.set(handler.type, slots.length > 0 ? slots[slots.length - 1].getTime() : Math.max(since ?? 0, now - 1000));
+      checked.set(handler.type, slots.length > 0 ? slots[slots.length - 1].getTime() : Math.max(since ?? 0, now - 1000));
       for (const slot of slots) {
         const scheduledFor = slot.toISOString();
         jobs.push({
@@ -85,9 +91,8 @@ export class CronScheduler {
         });
       }
     }
-    if (jobs.length === 0) return 0;
-    const results = await this.store.enqueue(jobs);
-    const added = results.filter((r) => !r.deduplicated).length;
+    const added = jobs.length === 0 ? 0 : (await this.store.enqueue(jobs)).filter((r) => !r.deduplicated).length;
+    for (const [type, at] of checked) this.lastChecked.set(type, at);
     if (added > 0) this.logger.debug?.(`Scheduled ${added} cron job(s).`);
     return added;
   }
@@ -107,11 +112,16 @@ export class CronScheduler {
 
   private tick(): void {
     if (this.stopped) return;
+    let failed = false;
     this.running = this.runOnce()
-      .catch((error) => this.logger.warn(`Cron scheduling failed: ${(error as Error)?.message ?? error}; retrying.`))
+      .catch((error) => {
+        failed = true;
+        this.logger.warn(`Cron scheduling failed: ${(error as Error)?.message ?? error}; retrying in ${RETRY_AFTER_FAILURE_MS} ms.`);
+      })
       .finally(() => {
         if (this.stopped) return;
-        const wait = Math.min(Math.max(this.msUntilNextSlot(), 10), 30_000);
+        // The slots of a failed pass are still due: they are retried soon, not at the next slot.
+        const wait = failed ? RETRY_AFTER_FAILURE_MS : Math.min(Math.max(this.msUntilNextSlot(), 10), 30_000);
         this.timer = setTimeout(() => this.tick(), wait);
         this.timer.unref?.();
       });
