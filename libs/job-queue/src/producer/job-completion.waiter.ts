@@ -33,14 +33,24 @@ export class JobCompletionWaiter {
         // Monotonic: a wall-clock step must neither end nor stretch the wait.
         const deadline = monotonicNow() + timeoutMs;
         let pollMs = POLL_MIN_MS;
+        let status = 'unknown';
         try {
           for (;;) {
-            const job = await store.getJob(jobId);
-            if (!job) throw new JobFailedError(jobId, 'cancelled', 'the job no longer exists');
-            if (job.status === 'completed') return job.result;
-            if (job.status === 'dead' || job.status === 'cancelled') throw new JobFailedError(jobId, job.status, job.lastError);
+            // A failed read (the database briefly away) is not the job's outcome: the job is
+            // queued and will run, and a caller that retried on this error would enqueue it twice.
+            let readFailure: unknown;
+            try {
+              const job = await store.getJob(jobId);
+              if (!job) throw new JobFailedError(jobId, 'cancelled', 'the job no longer exists');
+              if (job.status === 'completed') return job.result;
+              if (job.status === 'dead' || job.status === 'cancelled') throw new JobFailedError(jobId, job.status, job.lastError);
+              status = job.status;
+            } catch (error) {
+              if (error instanceof JobFailedError) throw error;
+              readFailure = error;
+            }
             const remaining = deadline - monotonicNow();
-            if (remaining <= 0) throw new JobWaitTimeoutError(jobId, timeoutMs, job.status);
+            if (remaining <= 0) throw new JobWaitTimeoutError(jobId, timeoutMs, status, readFailure);
             await new Promise<void>((resolve) => {
               const timer = setTimeout(resolve, Math.min(pollMs, remaining));
               wake = () => {
