@@ -612,6 +612,32 @@ describe('job.once', () => {
   });
 });
 
+const cutOnce = { calls: 0, seen: [] as unknown[] };
+
+@Injectable()
+class CutResultOnce {
+  @JobHandler('eo.once.cut', { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 20 })
+  async run(_payload: unknown, job: JobContext) {
+    const greeting = await job.once('greet', () => {
+      cutOnce.calls++;
+      // A preview cut inside an emoji: half a character, which jsonb cannot store.
+      return '👋 hello'.slice(0, 1);
+    });
+    cutOnce.seen.push(greeting);
+    if (job.attempt === 1) throw new Error('fails once, after the effect');
+  }
+}
+
+describe('job.once with a result jsonb cannot store', () => {
+  it('records the effect (with a null result), so the retry does not repeat it', async () => {
+    const queue = await boot({ workerId: 'once-cut-w' }, [CutResultOnce]);
+    const { id } = await queue.producer.enqueue('eo.once.cut', {});
+    expect(await finished(queue, id)).toMatchObject({ status: 'completed', attempts: 2 });
+    expect(cutOnce.calls).toBe(1);
+    expect(cutOnce.seen).toEqual(['\ud83d', null]);
+  });
+});
+
 // ---------------------------------------------------------------------------------------------
 // (8) Pool guard for transactional handlers
 

@@ -282,6 +282,8 @@ describe('JobProducer', () => {
       ['function in the payload', 'bad.input', { callback: () => 1 }, undefined, 'payload'],
       ['NaN in the payload', 'bad.input', { n: Number.NaN }, undefined, 'payload'],
       ['a Map payload', 'bad.input', new Map([['a', 1]]), undefined, 'payload'],
+      ['a string cut inside an emoji in the payload', 'bad.input', { greeting: '👋 hello'.slice(0, 1) }, undefined, 'payload'],
+      ['type with a NUL character', 'bad\u0000input', {}, undefined, 'type'],
       ['negative delayMs', 'bad.input', {}, { delayMs: -1 }, 'options.delayMs'],
       ['NaN delayMs', 'bad.input', {}, { delayMs: Number.NaN }, 'options.delayMs'],
       ['Infinity delayMs', 'bad.input', {}, { delayMs: Number.POSITIVE_INFINITY }, 'options.delayMs'],

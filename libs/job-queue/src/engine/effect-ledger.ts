@@ -1,4 +1,5 @@
 import { InvalidJobError } from '../errors/invalid-job.error.js';
+import { jsonbRefusal } from '../persistence/json-text.js';
 import type { JobStore } from '../persistence/job.store.js';
 import type { EngineLogger } from './engine-logger.js';
 
@@ -17,8 +18,8 @@ export class EffectLedger {
   ) {}
 
   async once<T>(job: { id: string; type: string; attempt: number }, key: string, fn: () => T | Promise<T>): Promise<T> {
-    if (typeof key !== 'string' || key.length === 0 || key.length > 512) {
-      throw new InvalidJobError('once(key)', 'must be a non-empty string of at most 512 characters');
+    if (typeof key !== 'string' || key.length === 0 || key.length > 512 || key.includes('\u0000')) {
+      throw new InvalidJobError('once(key)', 'must be a non-empty string of at most 512 characters, without NUL characters');
     }
     if (typeof fn !== 'function') throw new InvalidJobError('once(fn)', 'must be a function');
     const earlier = await this.store.findEffect(job.id, key);
@@ -29,6 +30,12 @@ export class EffectLedger {
       json = JSON.stringify(value ?? null) ?? 'null';
     } catch {
       this.logger.warn(`Job ${job.id} once('${key}'): the result is not JSON-serialisable; recorded as null.`);
+      json = 'null';
+    }
+    const refusal = jsonbRefusal(json);
+    if (refusal) {
+      // Recorded all the same: the record, not its result, is what keeps the effect from repeating.
+      this.logger.warn(`Job ${job.id} once('${key}'): the result contains ${refusal}; recorded as null.`);
       json = 'null';
     }
     // The effect happened: recording it is what keeps the next attempt from repeating it.

@@ -47,6 +47,20 @@ function fakeTransaction(completeApplies = true) {
   return { tx, calls, manager };
 }
 
+/** A thrown object whose every way of being printed throws. */
+function unprintable(): object {
+  const fail = () => {
+    throw new Error('no');
+  };
+  return { toString: fail, toJSON: fail, [Symbol.toPrimitive]: fail };
+}
+
+function revokedProxy(): object {
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  return proxy;
+}
+
 function setup(tx?: JobTransaction | Error) {
   const enqueue = vi.fn<HandlerEnqueue>(async () => ({ id: '99', deduplicated: false }));
   const ledger = { once: vi.fn(async (_job: unknown, _key: string, fn: () => unknown) => fn()) };
@@ -117,6 +131,19 @@ describe('JobRunner', () => {
       expect((outcome as { error: string }).error).toContain('NUL');
     });
 
+    it('fails when the result holds a lone surrogate (a string cut inside an emoji), which jsonb cannot store', async () => {
+      const cut = '👋 hello'.slice(0, 1);
+      const outcome = await setup().runner.run(job, handler(async () => ({ text: cut })), new AttemptControl());
+      expect(outcome).toMatchObject({ kind: 'failed', permanent: false });
+      expect((outcome as { error: string }).error).toContain('lone UTF-16 surrogate (\\ud83d');
+    });
+
+    it('stores a result holding whole emoji, and a literal backslash followed by "ud83d"', async () => {
+      const text = '👋 C:\\ud83d';
+      const outcome = await setup().runner.run(job, handler(async () => ({ text })), new AttemptControl());
+      expect(outcome).toEqual({ kind: 'succeeded', resultJson: JSON.stringify({ text }) });
+    });
+
     it('stores a result holding a literal backslash followed by "u0000" (text, not a NUL; jsonb stores it fine)', async () => {
       const text = 'C:\\u0000\\file'; // a backslash, then the letters u0000: no NUL character anywhere
       const outcome = await setup().runner.run(job, handler(async () => ({ text })), new AttemptControl());
@@ -133,6 +160,10 @@ describe('JobRunner', () => {
       ['undefined', () => { throw undefined; }, 'non-Error thrown: undefined'],
       ['an object', () => { throw { status: 503 }; }, 'non-Error thrown: {"status":503}'],
       ['an empty string', () => { throw ''; }, 'thrown empty string'],
+      ['an Error whose message holds NUL', () => { throw new Error('bad byte \u0000 here'); }, 'bad byte \uFFFD here'],
+      ['an Error whose message is not a string', () => { throw Object.assign(new Error(), { message: 42 }); }, 'Error'],
+      ['an object that cannot be printed', () => { throw unprintable(); }, 'thrown value that cannot be printed'],
+      ['a revoked Proxy', () => { throw revokedProxy(); }, 'thrown value that cannot be printed'],
     ])('turns a throw of %s into a retryable failure with a readable message', async (_label, invoke, message) => {
       const outcome = await setup().runner.run(job, handler(invoke), new AttemptControl());
       expect(outcome).toEqual({ kind: 'failed', error: message, permanent: false });

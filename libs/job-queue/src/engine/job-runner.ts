@@ -7,7 +7,7 @@ import type { AttemptControl } from './attempt-control.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import { describeError } from './describe-error.js';
 import type { EffectLedger } from './effect-ledger.js';
-import { jsonHasNul } from '../persistence/json-text.js';
+import { jsonbRefusal } from '../persistence/json-text.js';
 import { isThenable } from './thenable.js';
 
 export type { HandlerEnqueue } from './attempt-context.js';
@@ -162,8 +162,7 @@ export class JobRunner {
         return {
           kind: 'failed',
           error: describeError(race.error),
-          permanent:
-            race.error instanceof PermanentJobError || (race.error as { code?: unknown })?.code === 'JOB_PERMANENT_FAILURE',
+          permanent: isPermanent(race.error),
         };
       case 'timed-out': {
         const error = new JobTimeoutError(handler.timeoutMs!);
@@ -173,6 +172,15 @@ export class JobRunner {
       case 'interrupted':
         return { kind: 'interrupted', reason: control.interruption ?? 'lease-lost' };
     }
+  }
+}
+
+/** PermanentJobError, also from another copy of the package (by its code). False for a value that throws when read. */
+function isPermanent(error: unknown): boolean {
+  try {
+    return error instanceof PermanentJobError || (error as { code?: unknown })?.code === 'JOB_PERMANENT_FAILURE';
+  } catch {
+    return false;
   }
 }
 
@@ -192,8 +200,7 @@ function serialiseResult(value: unknown): AttemptOutcome {
     return { kind: 'failed', error: `handler result is not JSON-serialisable: ${describeError(error)}`, permanent: false };
   }
   if (json === undefined) json = 'null';
-  if (jsonHasNul(json)) {
-    return { kind: 'failed', error: 'handler result contains a NUL character, which PostgreSQL jsonb cannot store', permanent: false };
-  }
+  const refusal = jsonbRefusal(json);
+  if (refusal) return { kind: 'failed', error: `handler result contains ${refusal}`, permanent: false };
   return { kind: 'succeeded', resultJson: json };
 }

@@ -113,6 +113,8 @@ describe('validateJob', () => {
       ['undefined inside an array', [1, undefined], 'payload[1] is undefined'],
       ['a NUL character', { s: 'a\u0000b' }, 'payload.s contains a NUL'],
       ['a NUL character in a key', { ['a\u0000']: 1 }, 'NUL'],
+      ['a string cut inside an emoji', { s: '👋'.slice(0, 1) }, 'a lone UTF-16 surrogate (\\ud83d'],
+      ['a NUL from toJSON', { at: { toJSON: () => 'a\u0000b' } }, 'a NUL character'],
     ])('payload %s', (_label, payload, detail) => {
       const error = invalid(() => validate('t', payload));
       expectField(error, 'payload');

@@ -2,7 +2,7 @@ import { InvalidJobError } from '../errors/invalid-job.error.js';
 import type { NewJob } from '../persistence/job.store.js';
 import type { EnqueueOptions } from './enqueue-options.js';
 import { findUnserialisable, isPlainJsonValue } from './payload-check.js';
-import { jsonHasNul } from '../persistence/json-text.js';
+import { jsonbRefusal } from '../persistence/json-text.js';
 
 const INT4_MAX = 2_147_483_647;
 const MAX_TYPE_LENGTH = 200;
@@ -26,8 +26,8 @@ export function validateJob(
   if (typeof type !== 'string' || type.trim().length === 0) {
     throw new InvalidJobError(at('type'), `must be a non-empty string (got ${show(type)})`);
   }
-  if (type.length > MAX_TYPE_LENGTH || type.trim() !== type) {
-    throw new InvalidJobError(at('type'), `must be at most ${MAX_TYPE_LENGTH} characters without surrounding spaces`);
+  if (type.length > MAX_TYPE_LENGTH || type.trim() !== type || type.includes('\u0000')) {
+    throw new InvalidJobError(at('type'), `must be at most ${MAX_TYPE_LENGTH} characters, without surrounding spaces or NUL characters`);
   }
   if (!isPlainJsonValue(payload)) {
     const problem = findUnserialisable(payload, at('payload'));
@@ -42,10 +42,9 @@ export function validateJob(
   if (payloadJson === undefined) {
     throw new InvalidJobError(at('payload'), 'is not JSON-serialisable: it serialises to nothing (its toJSON returned undefined)');
   }
-  // toJSON methods are not inspected above; check what they produced.
-  if (jsonHasNul(payloadJson)) {
-    throw new InvalidJobError(at('payload'), 'is not JSON-serialisable: it contains a NUL character (\\u0000), which PostgreSQL jsonb cannot store');
-  }
+  // toJSON methods and lone surrogates are not inspected above; check the text.
+  const refusal = jsonbRefusal(payloadJson);
+  if (refusal) throw new InvalidJobError(at('payload'), `is not JSON-serialisable: it contains ${refusal}`);
 
   if (options !== undefined && (options === null || typeof options !== 'object')) {
     throw new InvalidJobError(at('options'), `must be an object (got ${show(options)})`);
