@@ -191,3 +191,44 @@ describe('CompletionBatcher', () => {
   });
 });
 
+
+describe('CompletionBatcher, when the database refuses one result', () => {
+  /** Refuses any statement holding the result "bad", as jsonb refuses a value it cannot store. */
+  function refusingStore() {
+    const batches: string[][] = [];
+    const store = {
+      async completeMany(items: ReadonlyArray<{ lease: Lease; resultJson: string }>) {
+        batches.push(items.map((i) => i.lease.id));
+        if (items.some((i) => i.resultJson === '"bad"')) {
+          throw Object.assign(new Error('stack depth limit exceeded'), { code: '54001' });
+        }
+        return new Set<string>();
+      },
+    } as unknown as JobStore;
+    return { store, batches };
+  }
+
+  it('writes that batch again one completion at a time, so only the refused one fails', async () => {
+    const { store, batches } = refusingStore();
+    const batcher = new CompletionBatcher(store);
+    const outcomes = ['a', 'b', 'c'].map((id) =>
+      batcher.complete(lease(id), id === 'b' ? '"bad"' : 'null').then(
+        (applied) => `applied:${applied}`,
+        (error: { code?: string }) => `failed:${error.code}`,
+      ),
+    );
+    expect(await Promise.all(outcomes)).toEqual(['applied:true', 'failed:54001', 'applied:true']);
+    expect(batches).toEqual([['a', 'b', 'c'], ['a'], ['b'], ['c']]);
+  });
+
+  it('does not split a batch that failed for another reason (the database away)', async () => {
+    const gate = gatedStore(new Set(['a', 'b']));
+    const batcher = new CompletionBatcher(gate.store);
+    gate.failNextWith(new Error('Connection terminated unexpectedly'));
+    const outcomes = ['a', 'b'].map((id) => batcher.complete(lease(id), 'null').then(String, () => 'failed'));
+    await tick();
+    gate.releaseNext();
+    expect(await Promise.all(outcomes)).toEqual(['failed', 'failed']);
+    expect(gate.batches).toEqual([['a', 'b']]);
+  });
+});

@@ -1,4 +1,5 @@
 import type { JobStore, Lease } from '../persistence/job.store.js';
+import { isRefusedData } from './write-failure.js';
 
 /**
  * Completions per statement, at most. Well above one claim's worth (the default prefetch ceiling
@@ -64,6 +65,12 @@ export class CompletionBatcher {
         } catch (error) {
           failure = error;
         }
+        if (!missed && batch.length > 1 && isRefusedData(failure)) {
+          // One result the database refuses (nested too deep for jsonb, say) fails the statement
+          // for all: each is written alone, so only its own completion hears the refusal.
+          await this.completeOneByOne(batch);
+          continue;
+        }
         // Each completion hears back on its own: one that throws (it must not) cannot keep the
         // rest of its batch from hearing theirs.
         for (let i = 0; i < batch.length; i++) {
@@ -77,6 +84,24 @@ export class CompletionBatcher {
       }
     } finally {
       this.flushing = false;
+    }
+  }
+
+  private async completeOneByOne(batch: readonly PendingCompletion[]): Promise<void> {
+    for (const item of batch) {
+      let missed: ReadonlySet<string> | null = null;
+      let failure: unknown;
+      try {
+        missed = await this.store.completeMany([item]);
+      } catch (error) {
+        failure = error;
+      }
+      try {
+        if (missed) item.settled(!missed.has(item.lease.id));
+        else item.failed(failure);
+      } catch {
+        // Swallowed by contract, as in flush.
+      }
     }
   }
 

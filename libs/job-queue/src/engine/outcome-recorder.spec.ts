@@ -270,6 +270,25 @@ describe('OutcomeRecorder', () => {
     });
   });
 
+  describe('when the database refuses a write itself', () => {
+    const refused = () => Object.assign(new Error('stack depth limit exceeded'), { code: '54001' });
+
+    it('records a success whose result it refused as a failed attempt, with the reason', async () => {
+      store.failures.push(refused());
+      await recorder.record(claimed(1), handler, { kind: 'succeeded', resultJson: '1' }, { mayKeepWriting: true });
+      expect(store.calls).toEqual(['complete', 'scheduleRetry']);
+      expect(store.rows.get('7')).toMatchObject({ status: 'failed', lastError: 'handler result could not be stored: stack depth limit exceeded' });
+      expect(events.map((event) => event.kind)).toEqual(['retry-scheduled']);
+    });
+
+    it('gives up on any other refused write after the usual few tries, lease held or not', async () => {
+      for (let i = 0; i < 20; i++) store.failures.push(Object.assign(new Error('syntax error'), { code: '42601' }));
+      await recorder.record(claimed(2), handler, { kind: 'failed', error: 'x', permanent: false }, { mayKeepWriting: true });
+      expect(store.calls).toHaveLength(6);
+      expect(logs.error).toHaveLength(1);
+    });
+  });
+
   describe('a success in steps (the worker’s hot path)', () => {
     const completion = (leaseToken: string, heard: string[]) => ({
       lease: { id: '7', leaseToken },

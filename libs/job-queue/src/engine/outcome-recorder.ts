@@ -1,6 +1,8 @@
 import type { RegisteredHandler } from '../discovery/registered-handler.js';
 import type { ClaimedJob, JobStore } from '../persistence/job.store.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
+import { describeError } from './describe-error.js';
+import { isRefusedData, isTransient } from './write-failure.js';
 import type { CompletionBatcher, PendingCompletion } from './completion-batcher.js';
 import type { EngineLogger } from './engine-logger.js';
 import type { EventSink } from './events.js';
@@ -48,7 +50,7 @@ export class OutcomeRecorder {
     const { resultJson } = outcome;
     return this.completions.complete(job, resultJson).then(
       (applied) => this.completionWritten(job, handler, applied),
-      () => this.retryCompletion(job, handler, resultJson, held),
+      (error: unknown) => this.retryCompletion(job, handler, resultJson, held, error),
     );
   }
 
@@ -71,8 +73,16 @@ export class OutcomeRecorder {
     return handler.circuitBreaker ? this.circuitSuccess(handler) : undefined;
   }
 
-  /** A success whose first write failed (the database away): retried with backoff, as every outcome is. */
-  async retryCompletion(job: ClaimedJob, handler: RegisteredHandler, resultJson: string, held?: HeldAttempt): Promise<void> {
+  /**
+   * A success whose first write failed (the database away): retried with backoff, as every
+   * outcome is. If the database refused the result itself (nested too deep for jsonb, say), no
+   * retry would land: the attempt is recorded as failed instead, with the reason.
+   */
+  async retryCompletion(job: ClaimedJob, handler: RegisteredHandler, resultJson: string, held?: HeldAttempt, failure?: unknown): Promise<void> {
+    if (isRefusedData(failure)) {
+      const error = `handler result could not be stored: ${describeError(failure)}`;
+      return this.recordOther(job, handler, { kind: 'failed', error, permanent: false }, held);
+    }
     if (await this.write(job, () => this.completions.complete(job, resultJson), held, 1)) {
       await this.completionWritten(job, handler, true);
     }
@@ -159,7 +169,9 @@ export class OutcomeRecorder {
         if (!applied) this.leaseLost(job);
         return applied;
       } catch (error) {
-        if (!held?.mayKeepWriting && tries >= WRITE_RETRY_DELAYS_MS.length) {
+        // Only a failure that may pass (the database away) is worth retrying for a whole lease.
+        const keepTrying = held?.mayKeepWriting === true && isTransient(error);
+        if (!keepTrying && tries >= WRITE_RETRY_DELAYS_MS.length) {
           this.logger.error(
             `Could not record the outcome of job ${job.id} (${job.type}): ${(error as Error)?.message}. ` +
               'Its lease will expire and the job will be retried.',

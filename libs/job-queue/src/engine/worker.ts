@@ -653,9 +653,9 @@ export class Worker implements LeaseHolder, CompletionListener {
     }
   }
 
-  completionFailed(entry: WorkerAttempt, _error: unknown): void {
+  completionFailed(entry: WorkerAttempt, error: unknown): void {
     try {
-      this.finishAfter(entry, this.recorder.retryCompletion(entry.job, entry.handler, entry.resultJson, entry));
+      this.finishAfter(entry, this.recorder.retryCompletion(entry.job, entry.handler, entry.resultJson, entry, error));
     } catch (error) {
       this.internalError(entry, error);
     }
