@@ -277,7 +277,10 @@ describe('OutcomeRecorder', () => {
       store.failures.push(refused());
       await recorder.record(claimed(1), handler, { kind: 'succeeded', resultJson: '1' }, { mayKeepWriting: true });
       expect(store.calls).toEqual(['complete', 'scheduleRetry']);
-      expect(store.rows.get('7')).toMatchObject({ status: 'failed', lastError: 'handler result could not be stored: stack depth limit exceeded' });
+      expect(store.rows.get('7')).toMatchObject({
+        status: 'failed',
+        lastError: 'handler result could not be stored: stack depth limit exceeded',
+      });
       expect(events.map((event) => event.kind)).toEqual(['retry-scheduled']);
     });
 

@@ -78,7 +78,13 @@ export class OutcomeRecorder {
    * outcome is. If the database refused the result itself (nested too deep for jsonb, say), no
    * retry would land: the attempt is recorded as failed instead, with the reason.
    */
-  async retryCompletion(job: ClaimedJob, handler: RegisteredHandler, resultJson: string, held?: HeldAttempt, failure?: unknown): Promise<void> {
+  async retryCompletion(
+    job: ClaimedJob,
+    handler: RegisteredHandler,
+    resultJson: string,
+    held?: HeldAttempt,
+    failure?: unknown,
+  ): Promise<void> {
     if (isRefusedData(failure)) {
       const error = `handler result could not be stored: ${describeError(failure)}`;
       return this.recordOther(job, handler, { kind: 'failed', error, permanent: false }, held);

@@ -17,5 +17,6 @@ export function jsonbRefusal(json: string): string | null {
   if (escape === undefined) return null;
   return escape === '0000'
     ? 'a NUL character (\\u0000), which PostgreSQL jsonb cannot store'
-    : `a lone UTF-16 surrogate (\\u${escape.toLowerCase()}: half of a character, as when a string is cut inside an emoji), which PostgreSQL jsonb cannot store`;
+    : `a lone UTF-16 surrogate (\\u${escape.toLowerCase()}: half of a character, as when a string is cut inside an emoji), ` +
+        'which PostgreSQL jsonb cannot store';
 }
