@@ -225,6 +225,29 @@ describe('JobRunner', () => {
       const outcome = await setup().runner.run(job, handler(() => 1, { schema }), new AttemptControl());
       expect(outcome).toEqual({ kind: 'failed', error: 'invalid payload: nope', permanent: true });
     });
+
+    it('an async parse that rejects is an invalid payload too', async () => {
+      const schema = { parse: async () => Promise.reject(new Error('unknown plan')) };
+      const outcome = await setup().runner.run(job, handler(() => 1, { schema }), new AttemptControl());
+      expect(outcome).toEqual({ kind: 'failed', error: 'invalid payload: unknown plan', permanent: true });
+    });
+
+    it('an async parse that never settles times out like a handler, and the handler never runs', async () => {
+      const invoke = vi.fn();
+      const schema = { parse: () => new Promise(() => undefined) };
+      const outcome = await setup().runner.run(job, handler(invoke, { schema, timeoutMs: 20 }), new AttemptControl());
+      expect(outcome).toMatchObject({ kind: 'failed', permanent: false });
+      expect((outcome as { error: string }).error).toContain('20 ms');
+      expect(invoke).not.toHaveBeenCalled();
+    });
+
+    it('an async parse that never settles ends when the attempt is interrupted', async () => {
+      const control = new AttemptControl();
+      const schema = { parse: () => new Promise(() => undefined) };
+      const running = setup().runner.run(job, handler(() => 1, { schema }), control);
+      control.interrupt('drain', new Error('shutdown'));
+      expect(await running).toEqual({ kind: 'interrupted', reason: 'drain' });
+    });
   });
 
   describe('the JobContext', () => {

@@ -46,13 +46,23 @@ export class JobRunner {
     } catch (error) {
       return invalidPayload(error);
     }
-    if (handler.schema && isThenable(parsed)) {
-      return Promise.resolve(parsed).then(
-        (payload) => this.runParsed(job, handler, payload, control),
-        (error: unknown) => invalidPayload(error),
-      );
-    }
+    if (handler.schema && isThenable(parsed)) return this.runAfterAsyncParse(job, handler, parsed, control);
     return this.runParsed(job, handler, parsed, control);
+  }
+
+  /**
+   * An async schema races the interruption and the timeout as a handler does (each with its own
+   * timeoutMs): one that never settles must not hold the worker's slot, nor a drain, forever.
+   */
+  private async runAfterAsyncParse(
+    job: ClaimedJob,
+    handler: RegisteredHandler,
+    parsing: PromiseLike<unknown>,
+    control: AttemptControl,
+  ): Promise<AttemptOutcome> {
+    const race = await this.race(parsing, handler, control);
+    if (race.kind === 'returned') return this.runParsed(job, handler, race.value, control);
+    return race.kind === 'threw' ? invalidPayload(race.error) : this.toFailure(race, handler, control);
   }
 
   private runParsed(
