@@ -45,6 +45,10 @@ export class JobQueueMonitor implements OnApplicationBootstrap, BeforeApplicatio
   private typeDepths = new Map<string, number>();
   private wasSaturated = false;
   private wasAlerting = false;
+  /** The reads of the last refresh, until they settle: ones that outlived their timeout included. */
+  private reading: Promise<unknown> | null = null;
+  /** How long a refresh waits for its reads (a field, so a test can shorten it). */
+  snapshotTimeoutMs = SNAPSHOT_TIMEOUT_MS;
   private readonly task: PeriodicTask;
 
   constructor(
@@ -139,14 +143,21 @@ export class JobQueueMonitor implements OnApplicationBootstrap, BeforeApplicatio
     const reservedBefore = this.enqueuedSince;
     const reservedBeforeByType = new Map(this.enqueuedSinceByType);
     try {
-      const [{ depth, deadLastHour }, typeDepths, circuits] = await withTimeout(
-        Promise.all([
-          this.store.queueSnapshot(countUpTo),
-          this.store.depthByType(limitedTypes, countUpTo),
-          this.store.openCircuits(),
-        ]),
-        SNAPSHOT_TIMEOUT_MS,
-      );
+      // Reads that timed out keep running, each on a pooled connection: on a database that is
+      // slow rather than away, starting more at every probe would pile them up until the pool
+      // was gone (and the lease renewals with it). So one set at a time.
+      if (this.reading) throw new Error(`the last read of the queue has not answered yet (it gets ${this.snapshotTimeoutMs} ms)`);
+      const reads = Promise.all([
+        this.store.queueSnapshot(countUpTo),
+        this.store.depthByType(limitedTypes, countUpTo),
+        this.store.openCircuits(),
+      ]);
+      this.reading = reads;
+      const settled = () => {
+        if (this.reading === reads) this.reading = null;
+      };
+      reads.then(settled, settled);
+      const [{ depth, deadLastHour }, typeDepths, circuits] = await withTimeout(reads, this.snapshotTimeoutMs);
       this.enqueuedSince = Math.max(0, this.enqueuedSince - reservedBefore);
       for (const [type, n] of reservedBeforeByType) {
         this.enqueuedSinceByType.set(type, Math.max(0, (this.enqueuedSinceByType.get(type) ?? 0) - n));
@@ -187,7 +198,7 @@ export class JobQueueMonitor implements OnApplicationBootstrap, BeforeApplicatio
     }
     if (this.wasAlerting) return;
     this.wasAlerting = true;
-    const newest = await this.store.listDead(null, 3).catch(() => []);
+    const newest = await withTimeout(this.store.listDead(null, 3), this.snapshotTimeoutMs).catch(() => []);
     const reasons = newest.map((job) => `#${job.id} ${job.type}: ${job.lastError}`).join('; ');
     this.logger.error(
       `${snapshot.deadLastHour} job(s) dead-lettered in the last hour (alert threshold ${this.options.deadLetterAlertThreshold}). ` +
