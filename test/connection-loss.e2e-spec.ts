@@ -1,8 +1,21 @@
+import { Injectable } from '@nestjs/common';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DataSource } from 'typeorm';
+import { JobHandler } from '../src/index.js';
 import { PostgresJobStore } from '../libs/job-queue/src/persistence/postgres-job.store.js';
 import { startQueueApp, type QueueApp } from './support/queue-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
+import { waitFor } from './support/wait-for.js';
+
+const ran: string[] = [];
+
+@Injectable()
+class Echo {
+  @JobHandler('loss.echo')
+  run(_payload: unknown, job: { id: string }) {
+    ran.push(job.id);
+  }
+}
 
 /** Connections the server ends under the engine (a restart, a failover, pg_terminate_backend). */
 describe('when the server ends a connection the engine is using', () => {
@@ -47,5 +60,32 @@ describe('when the server ends a connection the engine is using', () => {
     // The ended connection was dropped, not handed out again.
     await expect(store.asMaintenanceLeader(async () => 'again')).resolves.toBe('again');
     await expect(store.asMaintenanceLeader(async () => 'and again')).resolves.toBe('and again');
+  });
+
+  it('a worker whose LISTEN connection is ended listens again on exactly one connection, and runs what comes', async () => {
+    const listening = async () => {
+      const [{ n }] = await db.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'`,
+      );
+      return n as number;
+    };
+    // No polling to fall back on within this test: pickups come by notification.
+    const worker = await startQueueApp(db.url, { listen: true, pollIntervalMs: 60_000 }, [Echo]);
+    try {
+      await waitFor(async () => (await listening()) === 1, { message: 'the worker to LISTEN' });
+      for (let round = 0; round < 3; round++) {
+        await db.query(
+          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'`,
+        );
+        await waitFor(async () => (await listening()) === 1, { message: 'the worker to LISTEN again' });
+      }
+      // Settled: still one, not one per report of each loss.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await listening()).toBe(1);
+      const { id } = await api.producer.enqueue('loss.echo', {});
+      await waitFor(() => ran.includes(id), { timeoutMs: 5_000, message: 'the job to run after the reconnects' });
+    } finally {
+      await worker.close();
+    }
   });
 });

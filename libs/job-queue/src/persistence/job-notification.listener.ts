@@ -35,16 +35,23 @@ export class JobNotificationListener {
     this.client = null;
     if (!client) return;
     client.removeAllListeners('notification');
-    try {
-      await client.query(`UNLISTEN "${this.channel}"`);
-      client.release();
-    } catch (error) {
-      client.release(error as Error);
-    }
+    // Ending the session ends its LISTEN too, with no round trip that a dead connection could hang.
+    client.release(true);
   }
 
   private async connect(): Promise<void> {
     let client: PoolClient | null = null;
+    let ended = false;
+    // A connection can report its end more than once (an 'error' event, then the LISTEN that
+    // fails with it): it is released and replaced once. The handler stays on the client, so a
+    // later 'error' from it finds a listener rather than crashing the process.
+    const end = (error: unknown) => {
+      if (ended) return;
+      ended = true;
+      if (this.client === client) this.client = null;
+      client?.release(error instanceof Error ? error : true);
+      this.scheduleReconnect(error);
+    };
     try {
       client = await this.pool.connect();
       client.on('notification', (message) => {
@@ -55,29 +62,24 @@ export class JobNotificationListener {
         else if (payload.startsWith('due:')) this.onNotification({ kind: 'due', inMs: Number(payload.slice(4)) });
         else this.onNotification({ kind: 'new' });
       });
-      client.once('error', (error) => this.lost(error));
+      client.on('error', end);
       await client.query(`LISTEN "${this.channel}"`);
+      if (ended) return;
       if (this.stopped) {
-        client.release();
+        ended = true;
+        client.release(true);
         return;
       }
       this.client = client;
     } catch (error) {
-      client?.release(error as Error);
-      this.scheduleReconnect(error);
+      end(error);
     }
-  }
-
-  private lost(error: Error): void {
-    const client = this.client;
-    this.client = null;
-    client?.release(error);
-    this.scheduleReconnect(error);
   }
 
   private scheduleReconnect(error: unknown): void {
     if (this.stopped) return;
     this.logger.warn(`LISTEN connection lost (${(error as Error)?.message ?? error}); polling until it is back.`);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => void this.connect().then(() => this.onNotification({ kind: 'new' })), this.reconnectDelayMs);
     this.retryTimer.unref?.();
   }
