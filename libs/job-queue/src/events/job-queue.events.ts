@@ -20,7 +20,9 @@ export class JobQueueEvents implements EventSink {
     try {
       this.subject.next({ ...event, at: new Date() });
     } catch (error) {
-      // A subscriber's failure must never reach the engine that emitted the event.
+      // A subscriber's failure must never reach the engine that emitted the event. RxJS itself
+      // reports a throw from a subscriber's callback as an uncaught exception (README says so);
+      // this catches what reaches here nonetheless (RxJS's deprecated synchronous error handling).
       this.logger.error(`An events$ subscriber threw on "${event.kind}": ${(error as Error)?.message ?? error}`);
     }
   }
