@@ -26,6 +26,8 @@ class ScriptedStore {
   readonly started: string[] = [];
   /** While set, every completion write fails (the database away); counts the tries. */
   failCompletions = false;
+  /** This many release calls fail before one goes through. */
+  failReleases = 0;
   completionTries = 0;
   private claims = 0;
   private gate: Promise<void> | null = null;
@@ -84,6 +86,10 @@ class ScriptedStore {
   }
 
   async release(leases: readonly Lease[]): Promise<string[]> {
+    if (this.failReleases > 0) {
+      this.failReleases--;
+      throw new Error('connection refused');
+    }
     const released = leases.filter((lease) => this.leases.get(lease.id) === lease.leaseToken).map((lease) => lease.id);
     for (const id of released) this.leases.delete(id);
     this.released.push(...released);
@@ -575,6 +581,15 @@ describe('Worker', () => {
       worker.nudge();
       await until(() => limits.length > 0, 'a claim for the freed slot');
       expect(limits[0]).toBe(1);
+    });
+
+    it('a drain whose hand-back fails tries it again', async () => {
+      const { store, worker, buffered, hung } = await stuckWithABuffer(false);
+      store.failReleases = 2;
+      const draining = worker.drain(5_000);
+      await until(() => buffered.every((id) => store.released.includes(id)), 'the buffered jobs handed back');
+      for (const finish of hung) finish();
+      expect(await draining).toEqual({ finished: 2, released: buffered.length });
     });
 
     it('a drain after a hand-back that failed releases those jobs too', async () => {

@@ -34,6 +34,8 @@ type WorkerState = 'idle' | 'running' | 'draining' | 'stopped';
 
 /** Errors while claiming (the database away) back off this long before the next try. */
 const CLAIM_ERROR_BACKOFF_MS = 1_000;
+/** Pauses between tries of a drain's hand-back of unstarted jobs. */
+const HAND_BACK_RETRY_DELAYS_MS = [100, 250, 500];
 
 /**
  * The buffer is topped up once it is down to this share of its size (about 10 ms of work at the
@@ -732,13 +734,21 @@ export class Worker implements LeaseHolder, CompletionListener {
     const unstarted = [...this.buffer.splice(0), ...this.returning.splice(0)];
     this.bufferedByType.clear();
     if (unstarted.length === 0) return 0;
-    try {
-      return (await this.store.release(unstarted)).length;
-    } catch (error) {
-      this.logger.error(
-        `Could not hand back ${unstarted.length} unstarted job(s): ${(error as Error)?.message}. Their leases will expire and they will be retried.`,
-      );
-      return 0;
+    // Tried a few times: a job left to its lease's expiry has an attempt counted that never ran,
+    // and on its last attempt it would be dead-lettered unrun.
+    for (let tries = 0; ; tries++) {
+      try {
+        return (await this.store.release(unstarted)).length;
+      } catch (error) {
+        if (tries >= HAND_BACK_RETRY_DELAYS_MS.length) {
+          this.logger.error(
+            `Could not hand back ${unstarted.length} unstarted job(s): ${(error as Error)?.message}. ` +
+              'Their leases will expire and they will be retried.',
+          );
+          return 0;
+        }
+        await new Promise((resolve) => setTimeout(resolve, HAND_BACK_RETRY_DELAYS_MS[tries]));
+      }
     }
   }
 }
