@@ -98,6 +98,9 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
       else if (notification.kind === 'due') worker.wakeIn(notification.inMs);
     });
     await store.registerTypes(this.registry.types());
+    // Shut down while those awaited (NestJS 11 does not wait for bootstrap to end): the drain has
+    // run or is running, so nothing is started after it.
+    if (this.shuttingDown) return;
     this.scheduler = new CronScheduler(
       this.registry.all().filter((h) => h.schedule),
       store,
