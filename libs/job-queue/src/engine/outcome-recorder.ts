@@ -1,12 +1,12 @@
 import type { RegisteredHandler } from '../discovery/registered-handler.js';
 import type { ClaimedJob, JobStore } from '../persistence/job.store.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
-import { describeError } from './describe-error.js';
-import { isRefusedData, isTransient } from './write-failure.js';
 import type { CompletionBatcher, PendingCompletion } from './completion-batcher.js';
+import { describeError } from './describe-error.js';
 import type { EngineLogger } from './engine-logger.js';
 import type { EventSink } from './events.js';
 import type { RetryPolicy } from './retry-policy.js';
+import { isRefusedData, isTransient } from './write-failure.js';
 
 /** Pauses between tries of a failed write; the last one repeats. */
 const WRITE_RETRY_DELAYS_MS = [100, 250, 500, 1_000, 2_000];
@@ -23,8 +23,9 @@ export interface HeldAttempt {
  * fails because the database is away is retried for as long as the attempt holds its lease (the
  * lease keeper renews it meanwhile, and presumes it lost leaseMs after its last confirmed
  * renewal), so an outage shorter than the lease costs no attempt a rerun. Without a held attempt
- * to watch, or once it is interrupted or a drain has timed out, a write gives up after a few tries. Then the lease expires
- * and the reaper takes the job back, so it is still not lost.
+ * to watch, once it is interrupted or a drain has timed out, or when the database refused the
+ * write itself, a write gives up after a few tries. Then the lease expires and the reaper takes
+ * the job back, so it is still not lost.
  */
 export class OutcomeRecorder {
   private retryScheduled: ((delayMs: number) => void) | null = null;
