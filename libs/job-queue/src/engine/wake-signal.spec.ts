@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { WakeSignal } from './wake-signal.js';
 
 /** Tracks whether a promise has settled, without awaiting it. */
-function track(promise: Promise<void>) {
+function track(promise: Promise<unknown>) {
   const state = { settled: false };
   void promise.then(() => (state.settled = true));
   return state;
@@ -84,8 +84,17 @@ describe('WakeSignal', () => {
 });
 
 describe('WakeSignal with real timers', () => {
-  it('times out on its own', async () => {
+  it('times out on its own, and says so', async () => {
     const signal = new WakeSignal();
-    await expect(signal.wait(20)).resolves.toBeUndefined();
+    await expect(signal.wait(20)).resolves.toBe(false);
+  });
+
+  it('says when it was notified, or a kept wake ended the wait at once', async () => {
+    const signal = new WakeSignal();
+    const waiting = signal.wait(60_000);
+    signal.notify();
+    await expect(waiting).resolves.toBe(true);
+    signal.notify();
+    await expect(signal.wait(60_000)).resolves.toBe(true);
   });
 });

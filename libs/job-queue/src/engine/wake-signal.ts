@@ -16,19 +16,20 @@ export class WakeSignal {
     }
   }
 
-  wait(timeoutMs: number): Promise<void> {
+  /** Resolves true when notified (or a wake was kept), false when `timeoutMs` ran out first. */
+  wait(timeoutMs: number): Promise<boolean> {
     if (this.pending) {
       this.pending = false;
-      return Promise.resolve();
+      return Promise.resolve(true);
     }
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.resolve = null;
-        resolve();
+        resolve(false);
       }, timeoutMs);
       this.resolve = () => {
         clearTimeout(timer);
-        resolve();
+        resolve(true);
       };
     });
   }

@@ -607,6 +607,23 @@ describe('Worker', () => {
     });
   });
 
+  it('claims at every poll even when its timer fires early on the monotonic clock', async () => {
+    const { store, worker } = setup(handlerStub({ type: 'unit.job', concurrency: 4 }), { pollIntervalMs: 20 });
+    let claims = 0;
+    const claim = store.claim.bind(store);
+    store.claim = (request) => (claims++, claim(request));
+    // A clock that stands still: every poll timer looks early on it (a timer can fire up to a
+    // millisecond before its interval has passed on performance.now()).
+    const frozen = performance.now();
+    const clock = vi.spyOn(performance, 'now').mockReturnValue(frozen);
+    try {
+      worker.start();
+      await until(() => claims >= 4, 'a claim at each poll');
+    } finally {
+      clock.mockRestore();
+    }
+  });
+
   it('wakes for each known due time in order, keeping the earliest 1,000, not only at its poll', async () => {
     const { worker, claimedAt } = await idleWorker();
     const now = performance.now();

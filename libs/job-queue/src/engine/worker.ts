@@ -369,7 +369,9 @@ export class Worker implements LeaseHolder, CompletionListener {
           if (!this.queueLooksEmpty) continue;
         }
         if (this.state !== 'running') break;
-        await this.wake.wait(this.settings.pollIntervalMs);
+        // The poll interval ran out: claim, even if the timer fired a hair early on the clock
+        // wantsToClaim reads (it would otherwise skip this round and sleep a whole interval more).
+        if (!(await this.wake.wait(this.settings.pollIntervalMs))) this.queueLooksEmpty = false;
       }
     } finally {
       await this.settleClaimAhead();
