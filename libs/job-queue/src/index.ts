@@ -9,7 +9,7 @@ export { JobProducer } from './producer/job.producer.js';
 export type { EnqueueAndWaitOptions, EnqueueManyItem, EnqueueOptions, EnqueueResult } from './producer/enqueue-options.js';
 export { JobQueueAdmin, type ListDeadOptions } from './admin/job-queue.admin.js';
 export { JobQueueEvents } from './events/job-queue.events.js';
-export { JobQueueHealthIndicator } from './health/job-queue.health.js';
+export { JobQueueHealthIndicator, type JobQueueReadiness, type JobQueueReadyStatus } from './health/job-queue.health.js';
 export type { JobRecord, JobAttemptError } from './persistence/job-record.js';
 export type { JobStatus } from './persistence/job-status.js';
 export type { CircuitRecord, JobCounts, JobStats } from './persistence/job.store.js';

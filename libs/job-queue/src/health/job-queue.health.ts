@@ -1,7 +1,29 @@
 import { Injectable } from '@nestjs/common';
-import { HealthIndicatorService } from '@nestjs/terminus';
+import { HealthIndicatorService, type HealthIndicatorStatus } from '@nestjs/terminus';
 import { JobQueueMonitor } from '../maintenance/job-queue.monitor.js';
 import { WorkerHost } from '../worker/worker.host.js';
+
+/**
+ * Readiness's status: `degraded` where the installed Terminus has that state (12); Terminus 11
+ * has not, and readiness there is `up` with `degraded: true` instead.
+ */
+export type JobQueueReadyStatus = 'degraded' extends HealthIndicatorStatus ? 'up' | 'down' | 'degraded' : 'up' | 'down';
+
+/** What `isReady()` resolves with, under its key: Terminus's indicator result, with its details. */
+export type JobQueueReadiness<Key extends string = 'job-queue'> = Record<
+  Key,
+  {
+    status: JobQueueReadyStatus;
+    depth: number;
+    dead: number;
+    inFlight: number;
+    draining: boolean;
+    limit?: number;
+    openCircuits?: string[];
+    message?: string;
+    degraded?: boolean;
+  }
+>;
 
 /** Terminus indicators for Kubernetes probes: liveness and readiness of this process's queue. */
 @Injectable()
@@ -29,7 +51,7 @@ export class JobQueueHealthIndicator {
    * Down while draining, while the database is unreachable, and while the queue is saturated;
    * degraded while the last hour's dead letters reach the alert threshold; up otherwise.
    */
-  async isReady<const Key extends string = 'job-queue'>(key: Key = 'job-queue' as Key) {
+  async isReady<const Key extends string = 'job-queue'>(key: Key = 'job-queue' as Key): Promise<JobQueueReadiness<Key>> {
     const session = this.health.check(key);
     const status = this.host.status();
     const snapshot = await this.monitor.snapshot();
@@ -49,7 +71,7 @@ export class JobQueueHealthIndicator {
       const degraded = (session as { degraded?: (d: object) => unknown }).degraded;
       // Terminus 11 has no degraded state: report up with the flag instead.
       return typeof degraded === 'function'
-        ? (degraded.call(session, { ...data, message: 'dead letters reached the alert threshold' }) as ReturnType<typeof session.up>)
+        ? (degraded.call(session, { ...data, message: 'dead letters reached the alert threshold' }) as JobQueueReadiness<Key>)
         : session.up({ ...data, degraded: true });
     }
     return session.up(data);
