@@ -47,6 +47,30 @@ describe('backpressure under concurrent enqueues in one process', () => {
     const [{ n }] = await db.query(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE type = 'limited.type'`);
     expect(n).toBe(3);
   });
+
+  it('while saturated, answers a repeated idempotent enqueue with its job, and refuses what would add a row', async () => {
+    // limited.type is full (the test before): 'same' is one of its three jobs.
+    const [{ id }] = await db.query(`SELECT id::text FROM job_queue.jobs WHERE type = 'limited.type' AND idempotency_key = 'same'`);
+    await expect(queue.producer.enqueue('limited.type', {}, { idempotencyKey: 'same' })).resolves.toEqual({ id, deduplicated: true });
+    await expect(queue.producer.enqueue('limited.type', {}, { idempotencyKey: 'new-key' })).rejects.toBeInstanceOf(QueueSaturatedError);
+    // In one call: the existing one takes no place, the new one still has none.
+    const mixed = queue.producer.enqueueMany([
+      { type: 'limited.type', payload: {}, options: { idempotencyKey: 'same' } },
+      { type: 'limited.type', payload: {}, options: { idempotencyKey: 'another-new-key' } },
+    ]);
+    await expect(mixed).rejects.toBeInstanceOf(QueueSaturatedError);
+    await expect(
+      queue.producer.enqueueMany([
+        { type: 'limited.type', payload: {}, options: { idempotencyKey: 'same' } },
+        { type: 'limited.type', payload: {}, options: { idempotencyKey: 'same' } },
+      ]),
+    ).resolves.toEqual([
+      { id, deduplicated: true },
+      { id, deduplicated: true },
+    ]);
+    const [{ n }] = await db.query(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE type = 'limited.type'`);
+    expect(n).toBe(3);
+  });
 });
 
 describe('the cached depth under a wall-clock step (NTP, a resumed VM)', () => {

@@ -143,6 +143,8 @@ export interface RetentionWalk {
  */
 export interface JobStore {
   enqueue(jobs: readonly NewJob[], manager?: EntityManager): Promise<EnqueuedJob[]>;
+  /** For each (type, idempotency key) pair, in order: the id of the job that holds it, or null. */
+  findIdempotent(keys: ReadonlyArray<{ type: string; key: string }>, manager?: EntityManager): Promise<Array<string | null>>;
   claim(request: ClaimRequest): Promise<ClaimedJob[]>;
   complete(lease: Lease, resultJson: string): Promise<boolean>;
   /**

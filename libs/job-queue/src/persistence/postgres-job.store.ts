@@ -92,6 +92,17 @@ export class PostgresJobStore implements JobStore {
     return results;
   }
 
+  async findIdempotent(keys: ReadonlyArray<{ type: string; key: string }>, manager?: EntityManager): Promise<Array<string | null>> {
+    if (keys.length === 0) return [];
+    const executor = manager ? managerExecutor(manager) : this.executor;
+    const { rows } = await executor.query<{ id: string; type: string; idempotency_key: string }>(this.sql.findByIdempotencyKeys, [
+      keys.map((k) => k.type),
+      keys.map((k) => k.key),
+    ]);
+    const byKey = new Map(rows.map((row) => [keyOf(row.type, row.idempotency_key), row.id]));
+    return keys.map((k) => byKey.get(keyOf(k.type, k.key)) ?? null);
+  }
+
   private async insert(jobs: readonly NewJob[], executor: SqlExecutor, named: boolean): Promise<EnqueuedJob[]> {
     if (jobs.every((job) => job.idempotencyKey === null)) return this.enqueuePlain(jobs, executor, named);
     const results: EnqueuedJob[] = new Array(jobs.length);

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
 import { InvalidJobError } from '../errors/invalid-job.error.js';
+import { QueueSaturatedError } from '../errors/queue-saturated.error.js';
 import { JOB_QUEUE_OPTIONS, JOB_STORE } from '../job-queue.constants.js';
 import { JobQueueMonitor } from '../maintenance/job-queue.monitor.js';
 import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
@@ -86,16 +87,38 @@ export class JobProducer {
 
   /** Backpressure first (QueueSaturatedError writes nothing), then one insert statement. */
   private async insert(jobs: NewJob[], manager: EntityManager | undefined): Promise<EnqueueResult[]> {
-    const settle = await this.monitor.admit(jobs.map((job) => job.type));
+    let admitted = jobs;
+    let settle: (notInserted: readonly string[]) => void;
+    try {
+      settle = await this.monitor.admit(jobs.map((job) => job.type));
+    } catch (error) {
+      if (!(error instanceof QueueSaturatedError)) throw error;
+      // A saturated queue still answers an idempotent enqueue repeated (a client retrying its
+      // request): a job whose key exists adds no row, so it takes no place. The rest must fit.
+      admitted = await this.withoutExisting(jobs, manager);
+      if (admitted.length === jobs.length) throw error;
+      settle = admitted.length === 0 ? () => undefined : await this.monitor.admit(admitted.map((job) => job.type));
+    }
     let results: EnqueueResult[];
     try {
       results = await this.store.enqueue(jobs, manager);
     } catch (error) {
-      settle(jobs.map((job) => job.type));
+      settle(admitted.map((job) => job.type));
       throw error;
     }
-    settle(jobs.filter((_, i) => results[i].deduplicated).map((job) => job.type));
+    // Places were reserved for the admitted jobs only: release those that were not inserted after all.
+    const reserved = new Set(admitted);
+    settle(jobs.filter((job, i) => results[i].deduplicated && reserved.has(job)).map((job) => job.type));
     return results;
+  }
+
+  /** The jobs whose idempotency key names no existing job (jobs without a key included). */
+  private async withoutExisting(jobs: NewJob[], manager: EntityManager | undefined): Promise<NewJob[]> {
+    const keyed = jobs.filter((job) => job.idempotencyKey !== null);
+    if (keyed.length === 0) return jobs;
+    const ids = await this.store.findIdempotent(keyed.map((job) => ({ type: job.type, key: job.idempotencyKey! })), manager);
+    const existing = new Set(keyed.filter((_, i) => ids[i] !== null));
+    return jobs.filter((job) => !existing.has(job));
   }
 
   private defaultMaxAttempts(type: unknown): number {
