@@ -339,7 +339,8 @@ export function jobSql(schema: string) {
         FOR UPDATE SKIP LOCKED
       ), reaped AS (
         SELECT j.id, 'worker lost: ' || COALESCE(j.worker_id, 'unknown worker') ||
-               ' stopped renewing its lease during attempt ' || j.attempts || ' (crashed, killed or stalled)' AS reason
+               ' stopped renewing its lease on attempt ' || j.attempts ||
+               ' (crashed, killed or stalled, running the job or holding it claimed before it started)' AS reason
         FROM ${jobs} j JOIN expired USING (id)
       )
       UPDATE ${jobs} j
