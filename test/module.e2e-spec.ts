@@ -1,9 +1,9 @@
-import { Inject, Injectable, Scope } from '@nestjs/common';
+import { Inject, Injectable, Logger, Scope } from '@nestjs/common';
 import { REQUEST } from '@nestjs/core';
 import type { TestingModule } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource, type DataSourceOptions } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import {
   DuplicateJobHandlerError,
   JOB_QUEUE_ENTITIES,
@@ -263,6 +263,18 @@ describe('JobQueueModule boot', () => {
         expect(asyncCalls).toEqual([id]);
       } finally {
         await app.close();
+      }
+    });
+
+    it('warns of option keys it does not know (a typo from a config factory), and boots', async () => {
+      const warn = vi.spyOn(Logger.prototype, 'warn');
+      try {
+        const queue = await startQueueApp(db.url, { runWorker: false, concurrenc: 5 } as unknown as Partial<JobQueueOptions>);
+        await queue.close();
+        const messages = warn.mock.calls.map(([message]) => String(message));
+        expect(messages.some((m) => m.includes('Unknown JobQueueModule option(s) ignored: concurrenc.'))).toBe(true);
+      } finally {
+        warn.mockRestore();
       }
     });
 

@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { Logger, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { HealthIndicatorService } from '@nestjs/terminus';
 import { JobQueueAdmin } from './admin/job-queue.admin.js';
@@ -11,6 +11,7 @@ import { JOB_QUEUE_OPTIONS, JOB_STORE } from './job-queue.constants.js';
 import { JOB_QUEUE_MODULE_OPTIONS, JobQueueConfigurableModule } from './job-queue.module-definition.js';
 import type { JobQueueOptions, ResolvedJobQueueOptions } from './options/job-queue-options.js';
 import { resolveJobQueueOptions } from './options/resolve-options.js';
+import { unknownOptionKeys } from './options/unknown-options.js';
 import { JobQueueMonitor } from './maintenance/job-queue.monitor.js';
 import { JobNotificationHub } from './notifications/job-notification.hub.js';
 import { PostgresJobStore } from './persistence/postgres-job.store.js';
@@ -26,7 +27,15 @@ import { WorkerHost } from './worker/worker.host.js';
   providers: [
     {
       provide: JOB_QUEUE_OPTIONS,
-      useFactory: (options: JobQueueOptions) => resolveJobQueueOptions(options),
+      useFactory: (options: JobQueueOptions) => {
+        const resolved = resolveJobQueueOptions(options);
+        // Warned, not refused: a shared config object may carry keys meant for someone else.
+        const unknown = unknownOptionKeys(options);
+        if (unknown.length > 0) {
+          new Logger('JobQueue').warn(`Unknown JobQueueModule option(s) ignored: ${unknown.join(', ')}. Check their spelling.`);
+        }
+        return resolved;
+      },
       inject: [JOB_QUEUE_MODULE_OPTIONS],
     },
     {
