@@ -246,6 +246,25 @@ describe('OutcomeRecorder', () => {
       expect(logs.error).toEqual([]);
     });
 
+    it('gives up after leaseMs at most, even while renewals keep the lease (one write failing, the database up)', async () => {
+      for (let i = 0; i < 50; i++) store.failures.push(new Error('Query read timeout'));
+      recorder = new OutcomeRecorder(
+        store as unknown as JobStore,
+        new RetryPolicy(() => 0.5),
+        { emit: (event) => events.push(event) },
+        { log: () => undefined, warn: (message) => logs.warn.push(message), error: (message) => logs.error.push(message) },
+        'worker-a',
+        undefined,
+        async (ms) => {
+          sleeps.push(ms);
+        },
+        0,
+      );
+      await recorder.record(claimed(1), handler, { kind: 'succeeded', resultJson: '1' }, { mayKeepWriting: true });
+      expect(store.calls).toHaveLength(6);
+      expect(logs.error).toHaveLength(1);
+    });
+
     it('gives up once the lease is presumed lost, and logs an error', async () => {
       for (let i = 0; i < 50; i++) store.failures.push(new Error('database is away'));
       const held = { mayKeepWriting: true };

@@ -2,7 +2,9 @@ import type { RegisteredHandler } from '../discovery/registered-handler.js';
 import type { ClaimedJob, JobStore } from '../persistence/job.store.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import type { CompletionBatcher, PendingCompletion } from './completion-batcher.js';
+import { DEFAULT_LEASE_MS } from '../options/defaults.js';
 import { describeError } from './describe-error.js';
+import { monotonicNow } from './monotonic-clock.js';
 import type { EngineLogger } from './engine-logger.js';
 import type { EventSink } from './events.js';
 import type { RetryPolicy } from './retry-policy.js';
@@ -22,7 +24,7 @@ export interface HeldAttempt {
  * means another owner (or a cancel) took the job: the result is discarded, visibly. A write that
  * fails because the database is away is retried for as long as the attempt holds its lease (the
  * lease keeper renews it meanwhile, and presumes it lost leaseMs after its last confirmed
- * renewal), so an outage shorter than the lease costs no attempt a rerun. Without a held attempt
+ * renewal), and for leaseMs at most, so a short outage costs no attempt a rerun. Without a held attempt
  * to watch, once it is interrupted or a drain has timed out, or when the database refused the
  * write itself, a write gives up after a few tries. Then the lease expires and the reaper takes
  * the job back, so it is still not lost.
@@ -38,6 +40,8 @@ export class OutcomeRecorder {
     private readonly workerId: string,
     private readonly completions: Pick<CompletionBatcher, 'complete' | 'add'> = unbatched(store),
     private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
+    /** The worker's leaseMs: a write retried for a held lease gives up after this long at most. */
+    private readonly leaseMs: number = DEFAULT_LEASE_MS,
   ) {}
 
   /** Tells `listener` the delay of each retry written (one listener: the worker). */
@@ -169,6 +173,9 @@ export class OutcomeRecorder {
    * already made and failed, so the first of these waits its backoff first.
    */
   private async write(job: ClaimedJob, apply: () => Promise<boolean>, held: HeldAttempt | undefined, failedTries = 0): Promise<boolean> {
+    // The long retry ends after a lease's length in any case: renewals that still succeed (the
+    // database is up, this one write keeps failing) must not keep the job in processing for good.
+    const keepTryingUntil = monotonicNow() + this.leaseMs;
     for (let tries = failedTries; ; tries++) {
       try {
         if (tries > 0) await this.sleep(WRITE_RETRY_DELAYS_MS[Math.min(tries, WRITE_RETRY_DELAYS_MS.length) - 1]);
@@ -177,7 +184,7 @@ export class OutcomeRecorder {
         return applied;
       } catch (error) {
         // Only a failure that may pass (the database away) is worth retrying for a whole lease.
-        const keepTrying = held?.mayKeepWriting === true && isTransient(error);
+        const keepTrying = held?.mayKeepWriting === true && isTransient(error) && monotonicNow() < keepTryingUntil;
         if (!keepTrying && tries >= WRITE_RETRY_DELAYS_MS.length) {
           this.logger.error(
             `Could not record the outcome of job ${job.id} (${job.type}): ${(error as Error)?.message}. ` +

@@ -47,7 +47,7 @@ export class WorkerAttempt extends AttemptControl implements HeldLease, PendingC
     this.renewedAt = leaseFrom;
   }
 
-  /** A failed outcome write may go on retrying: the lease is held and no shutdown waits on it. */
+  /** A failed outcome write may go on retrying: the lease is held, and no drain has run out of time. */
   get mayKeepWriting(): boolean {
     return this.interruption === null && !this.drainTimedOut;
   }

@@ -4,7 +4,8 @@
  */
 function sqlState(error: unknown): string | null {
   const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : null;
+  // No SQLSTATE class starts with E; Node's system errors do (EPIPE, ECONNRESET).
+  return typeof code === 'string' && /^[0-9A-DF-Z][0-9A-Z]{4}$/.test(code) ? code : null;
 }
 
 /**
@@ -18,10 +19,11 @@ export function isRefusedData(error: unknown): boolean {
 
 /**
  * A failure that may pass by itself: the connection (no SQLSTATE, or class 08), the server
- * shutting down or starting (57), out of resources such as connections (53), a system error (58),
- * or a transaction rolled back by a conflict (40).
+ * shutting down or starting (57, but not 57014: a statement cancelled, by statement_timeout say,
+ * would be again), out of resources such as connections (53), a system error (58), or a
+ * transaction rolled back by a conflict (40).
  */
 export function isTransient(error: unknown): boolean {
   const state = sqlState(error);
-  return state === null || ['08', '40', '53', '57', '58'].includes(state.slice(0, 2));
+  return state === null || (['08', '40', '53', '57', '58'].includes(state.slice(0, 2)) && state !== '57014');
 }

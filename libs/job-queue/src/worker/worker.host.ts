@@ -72,7 +72,16 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
   async onApplicationBootstrap(): Promise<void> {
     if (!this.options.runWorker || this.shuttingDown) return;
     const { options, store, events, logger } = this;
-    const recorder = new OutcomeRecorder(store, new RetryPolicy(), events, logger, options.workerId, new CompletionBatcher(store));
+    const recorder = new OutcomeRecorder(
+      store,
+      new RetryPolicy(),
+      events,
+      logger,
+      options.workerId,
+      new CompletionBatcher(store),
+      undefined,
+      options.leaseMs,
+    );
     const runner = new JobRunner(store, new EffectLedger(store, logger), (type, payload, enqueueOptions) =>
       this.producer.enqueue(type, payload, enqueueOptions),
     );
