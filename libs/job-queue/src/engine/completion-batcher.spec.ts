@@ -221,6 +221,30 @@ describe('CompletionBatcher, when the database refuses one result', () => {
     expect(batches).toEqual([['a', 'b', 'c'], ['a'], ['b'], ['c']]);
   });
 
+  it('stops writing one by one once a write fails for another reason: the rest hear that failure at once', async () => {
+    const batches: string[][] = [];
+    const store = {
+      async completeMany(items: ReadonlyArray<{ lease: Lease; resultJson: string }>) {
+        batches.push(items.map((i) => i.lease.id));
+        if (items.length > 1 || items[0].resultJson === '"bad"') {
+          throw Object.assign(new Error('stack depth limit exceeded'), { code: '54001' });
+        }
+        throw new Error('Connection terminated unexpectedly');
+      },
+    } as unknown as JobStore;
+    const batcher = new CompletionBatcher(store);
+    const outcomes = ['a', 'b', 'c', 'd'].map((id) =>
+      batcher.complete(lease(id), id === 'a' ? '"bad"' : 'null').then(String, (error: Error) => error.message),
+    );
+    expect(await Promise.all(outcomes)).toEqual([
+      'stack depth limit exceeded',
+      'Connection terminated unexpectedly',
+      'Connection terminated unexpectedly',
+      'Connection terminated unexpectedly',
+    ]);
+    expect(batches).toEqual([['a', 'b', 'c', 'd'], ['a'], ['b']]);
+  });
+
   it('does not split a batch that failed for another reason (the database away)', async () => {
     const gate = gatedStore(new Set(['a', 'b']));
     const batcher = new CompletionBatcher(gate.store);

@@ -88,13 +88,19 @@ export class CompletionBatcher {
   }
 
   private async completeOneByOne(batch: readonly PendingCompletion[]): Promise<void> {
+    // A failure for another reason (the database gone meanwhile) is every remaining item's: they
+    // hear it at once rather than wait out a failing write each, the batcher held meanwhile.
+    let sharedFailure: unknown;
     for (const item of batch) {
       let missed: ReadonlySet<string> | null = null;
-      let failure: unknown;
-      try {
-        missed = await this.store.completeMany([item]);
-      } catch (error) {
-        failure = error;
+      let failure: unknown = sharedFailure;
+      if (sharedFailure === undefined) {
+        try {
+          missed = await this.store.completeMany([item]);
+        } catch (error) {
+          failure = error;
+          if (!isRefusedData(error)) sharedFailure = error;
+        }
       }
       try {
         if (missed) item.settled(!missed.has(item.lease.id));
