@@ -49,6 +49,18 @@ describe('JobNotificationListener', () => {
     expect(healthy.released).toEqual([true]);
   });
 
+  it('a connection that errors after stop() let it go is not released again, and nothing reconnects', async () => {
+    const only = new FakeClient(async () => undefined);
+    const { pool, connects } = poolOf([only]);
+    const listener = new JobNotificationListener(pool, 'job_queue', () => undefined, quiet, 5);
+    await listener.start();
+    await listener.stop();
+    only.emit('error', new Error('read ECONNRESET'));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(only.released).toEqual([true]);
+    expect(connects()).toBe(1);
+  });
+
   it('a held connection that errors is released and replaced, and its notifications resume on the new one', async () => {
     const first = new FakeClient(async () => undefined);
     const second = new FakeClient(async () => undefined);

@@ -8,7 +8,8 @@ import type { JobNotification } from '../notifications/job-notification.js';
  * connection loss; while it is down, workers fall back to polling, so nothing is missed.
  */
 export class JobNotificationListener {
-  private client: PoolClient | null = null;
+  /** The listening connection, with the one way to let it go (whichever comes first: loss or stop). */
+  private held: { client: PoolClient; release: (error?: unknown) => boolean } | null = null;
   private stopped = false;
   private retryTimer: NodeJS.Timeout | null = null;
   private readonly channel: string;
@@ -31,26 +32,30 @@ export class JobNotificationListener {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
-    const client = this.client;
-    this.client = null;
-    if (!client) return;
-    client.removeAllListeners('notification');
+    const held = this.held;
+    this.held = null;
+    if (!held) return;
+    held.client.removeAllListeners('notification');
     // Ending the session ends its LISTEN too, with no round trip that a dead connection could hang.
-    client.release(true);
+    held.release();
   }
 
   private async connect(): Promise<void> {
     let client: PoolClient | null = null;
-    let ended = false;
+    let released = false;
     // A connection can report its end more than once (an 'error' event, then the LISTEN that
-    // fails with it): it is released and replaced once. The handler stays on the client, so a
-    // later 'error' from it finds a listener rather than crashing the process.
+    // fails with it; an error after stop() let it go): it is released once, and replaced once.
+    // The handler stays on the client, so a later 'error' finds a listener rather than crashing
+    // the process.
+    const release = (error?: unknown): boolean => {
+      if (released || !client) return false;
+      released = true;
+      client.release(error instanceof Error ? error : true);
+      return true;
+    };
     const end = (error: unknown) => {
-      if (ended) return;
-      ended = true;
-      if (this.client === client) this.client = null;
-      client?.release(error instanceof Error ? error : true);
-      this.scheduleReconnect(error);
+      if (client && this.held?.client === client) this.held = null;
+      if (release(error) || !client) this.scheduleReconnect(error);
     };
     try {
       client = await this.pool.connect();
@@ -64,13 +69,12 @@ export class JobNotificationListener {
       });
       client.on('error', end);
       await client.query(`LISTEN "${this.channel}"`);
-      if (ended) return;
+      if (released) return;
       if (this.stopped) {
-        ended = true;
-        client.release(true);
+        release();
         return;
       }
-      this.client = client;
+      this.held = { client, release };
     } catch (error) {
       end(error);
     }
