@@ -260,12 +260,15 @@ export class Worker implements LeaseHolder, CompletionListener {
   private async drainOnce(timeoutMs: number): Promise<{ finished: number; released: number }> {
     if (this.state === 'idle') this.state = 'stopped';
     if (this.state === 'stopped') return { finished: 0, released: 0 };
+    // In-flight jobs get drainTimeoutMs from now: the hand-back below (retried if it fails) and
+    // the claim still out come out of it, not on top of it.
+    const deadline = monotonicNow() + timeoutMs;
     this.stopClaiming();
     await this.loop;
     await this.handingBack;
     const unstarted = await this.releaseBuffer();
     const atStart = this.active.size;
-    await this.untilAllRecorded(monotonicNow() + timeoutMs);
+    await this.untilAllRecorded(deadline);
     const leftover = [...this.active.values()].filter((attempt) => attempt.slotHeld && !attempt.interruption);
     for (const attempt of leftover) {
       attempt.interrupt('drain', new Error(`shutdown: drain timed out after ${timeoutMs} ms; the job is released`));
