@@ -95,7 +95,8 @@ export class JobProducer {
       if (!(error instanceof QueueSaturatedError)) throw error;
       // A saturated queue still answers an idempotent enqueue repeated (a client retrying its
       // request): a job whose key exists adds no row, so it takes no place. The rest must fit.
-      admitted = await this.withoutExisting(jobs, manager);
+      // The lookup failing (the database away) leaves the answer as it was: saturated.
+      admitted = await this.withoutExisting(jobs, manager).catch(() => jobs);
       if (admitted.length === jobs.length) throw error;
       settle = admitted.length === 0 ? () => undefined : await this.monitor.admit(admitted.map((job) => job.type));
     }
@@ -107,8 +108,8 @@ export class JobProducer {
       throw error;
     }
     // Places were reserved for the admitted jobs only: release those that were not inserted after all.
-    const reserved = new Set(admitted);
-    settle(jobs.filter((job, i) => results[i].deduplicated && reserved.has(job)).map((job) => job.type));
+    const reserved = admitted === jobs ? null : new Set(admitted);
+    settle(jobs.filter((job, i) => results[i].deduplicated && (reserved === null || reserved.has(job))).map((job) => job.type));
     return results;
   }
 
