@@ -4,8 +4,9 @@ import type { JobStore, NewJob } from '../persistence/job.store.js';
 
 /** Slots one pass enqueues per schedule at most (a stalled process catching up). */
 const MAX_SLOTS_PER_PASS = 100;
-/** A pass that failed (the database away) is tried again this soon. */
+/** A pass that failed (the database away) is tried again this soon, then twice as late each time. */
 const RETRY_AFTER_FAILURE_MS = 1_000;
+const MAX_RETRY_AFTER_FAILURE_MS = 30_000;
 
 export interface ScheduledType {
   type: string;
@@ -27,6 +28,7 @@ export class CronScheduler {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<unknown> | null = null;
   private stopped = true;
+  private retryAfterMs = RETRY_AFTER_FAILURE_MS;
 
   constructor(
     private readonly handlers: readonly RegisteredHandler[],
@@ -114,14 +116,18 @@ export class CronScheduler {
     if (this.stopped) return;
     let failed = false;
     this.running = this.runOnce()
+      .then(() => {
+        this.retryAfterMs = RETRY_AFTER_FAILURE_MS;
+      })
       .catch((error) => {
         failed = true;
-        this.logger.warn(`Cron scheduling failed: ${(error as Error)?.message ?? error}; retrying in ${RETRY_AFTER_FAILURE_MS} ms.`);
+        this.logger.warn(`Cron scheduling failed: ${(error as Error)?.message ?? error}; retrying in ${this.retryAfterMs} ms.`);
       })
       .finally(() => {
         if (this.stopped) return;
         // The slots of a failed pass are still due: they are retried soon, not at the next slot.
-        const wait = failed ? RETRY_AFTER_FAILURE_MS : Math.min(Math.max(this.msUntilNextSlot(), 10), 30_000);
+        const wait = failed ? this.retryAfterMs : Math.min(Math.max(this.msUntilNextSlot(), 10), 30_000);
+        if (failed) this.retryAfterMs = Math.min(this.retryAfterMs * 2, MAX_RETRY_AFTER_FAILURE_MS);
         this.timer = setTimeout(() => this.tick(), wait);
         this.timer.unref?.();
       });
