@@ -284,6 +284,8 @@ describe('JobProducer', () => {
       ['a Map payload', 'bad.input', new Map([['a', 1]]), undefined, 'payload'],
       ['a string cut inside an emoji in the payload', 'bad.input', { greeting: '👋 hello'.slice(0, 1) }, undefined, 'payload'],
       ['type with a NUL character', 'bad\u0000input', {}, undefined, 'type'],
+      ['idempotencyKey cut inside an emoji', 'bad.input', {}, { idempotencyKey: 'order-👋'.slice(0, 7) }, 'options.idempotencyKey'],
+      ['orderingKey cut inside an emoji', 'bad.input', {}, { orderingKey: '👋'.slice(1) }, 'options.orderingKey'],
       ['negative delayMs', 'bad.input', {}, { delayMs: -1 }, 'options.delayMs'],
       ['NaN delayMs', 'bad.input', {}, { delayMs: Number.NaN }, 'options.delayMs'],
       ['Infinity delayMs', 'bad.input', {}, { delayMs: Number.POSITIVE_INFINITY }, 'options.delayMs'],

@@ -1,5 +1,5 @@
 import { InvalidJobError } from '../errors/invalid-job.error.js';
-import { jsonbRefusal } from '../persistence/json-text.js';
+import { hasLoneSurrogate, jsonbRefusal } from '../persistence/json-text.js';
 import type { JobStore } from '../persistence/job.store.js';
 import type { EngineLogger } from './engine-logger.js';
 
@@ -18,8 +18,11 @@ export class EffectLedger {
   ) {}
 
   async once<T>(job: { id: string; type: string; attempt: number }, key: string, fn: () => T | Promise<T>): Promise<T> {
-    if (typeof key !== 'string' || key.length === 0 || key.length > 512 || key.includes('\u0000')) {
-      throw new InvalidJobError('once(key)', 'must be a non-empty string of at most 512 characters, without NUL characters');
+    if (typeof key !== 'string' || key.length === 0 || key.length > 512 || key.includes('\u0000') || hasLoneSurrogate(key)) {
+      throw new InvalidJobError(
+        'once(key)',
+        'must be a non-empty string of at most 512 characters, without NUL characters or lone UTF-16 surrogates',
+      );
     }
     if (typeof fn !== 'function') throw new InvalidJobError('once(fn)', 'must be a function');
     const earlier = await this.store.findEffect(job.id, key);

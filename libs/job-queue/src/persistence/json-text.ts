@@ -20,3 +20,13 @@ export function jsonbRefusal(json: string): string | null {
     : `a lone UTF-16 surrogate (\\u${escape.toLowerCase()}: half of a character, as when a string is cut inside an emoji), ` +
         'which PostgreSQL jsonb cannot store';
 }
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * True when text holds half of a UTF-16 pair. Sent as text, it reaches PostgreSQL as U+FFFD (the
+ * UTF-8 encoder replaces it), so a key holding one would not match itself when read back.
+ */
+export function hasLoneSurrogate(text: string): boolean {
+  return LONE_SURROGATE.test(text);
+}

@@ -2,7 +2,7 @@ import { InvalidJobError } from '../errors/invalid-job.error.js';
 import type { NewJob } from '../persistence/job.store.js';
 import type { EnqueueOptions } from './enqueue-options.js';
 import { findUnserialisable, isPlainJsonValue } from './payload-check.js';
-import { jsonbRefusal } from '../persistence/json-text.js';
+import { hasLoneSurrogate, jsonbRefusal } from '../persistence/json-text.js';
 
 const INT4_MAX = 2_147_483_647;
 const MAX_TYPE_LENGTH = 200;
@@ -26,8 +26,11 @@ export function validateJob(
   if (typeof type !== 'string' || type.trim().length === 0) {
     throw new InvalidJobError(at('type'), `must be a non-empty string (got ${show(type)})`);
   }
-  if (type.length > MAX_TYPE_LENGTH || type.trim() !== type || type.includes('\u0000')) {
-    throw new InvalidJobError(at('type'), `must be at most ${MAX_TYPE_LENGTH} characters, without surrounding spaces or NUL characters`);
+  if (type.length > MAX_TYPE_LENGTH || type.trim() !== type || type.includes('\u0000') || hasLoneSurrogate(type)) {
+    throw new InvalidJobError(
+      at('type'),
+      `must be at most ${MAX_TYPE_LENGTH} characters, without surrounding spaces, NUL characters or lone UTF-16 surrogates`,
+    );
   }
   if (!isPlainJsonValue(payload)) {
     const problem = findUnserialisable(payload, at('payload'));
@@ -104,6 +107,9 @@ function checkedKey(field: string, value: unknown): string {
     throw new InvalidJobError(field, `must be a non-empty string of at most ${MAX_KEY_LENGTH} characters (got ${show(value)})`);
   }
   if (value.includes('\u0000')) throw new InvalidJobError(field, 'must not contain NUL characters');
+  if (hasLoneSurrogate(value)) {
+    throw new InvalidJobError(field, 'must not contain a lone UTF-16 surrogate (half of a character: a string cut inside an emoji?)');
+  }
   return value;
 }
 
