@@ -50,4 +50,19 @@ describe('JobQueueMonitor on a database slow to answer', () => {
     slow.answer();
     expect(await reading).toMatchObject({ databaseReachable: true, depth: 3 });
   });
+
+  it('gives up on a read that never answers after ten timeouts, and reads again', async () => {
+    const slow = slowStore();
+    const monitor = new JobQueueMonitor(slow.store, options, new JobQueueEvents());
+    monitor.snapshotTimeoutMs = 5;
+    expect((await monitor.snapshot()).databaseReachable).toBe(false);
+    expect(slow.reads()).toBe(1);
+    // The first read never answers (a connection that died without a word).
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    const next = monitor.snapshot();
+    expect(slow.reads()).toBe(2);
+    slow.answer();
+    slow.answer();
+    expect(await next).toMatchObject({ databaseReachable: true, depth: 3 });
+  });
 });

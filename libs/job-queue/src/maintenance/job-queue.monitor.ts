@@ -25,6 +25,9 @@ export interface QueueSnapshot {
 /** A readiness probe must answer; a database that does not answer within this is unreachable. */
 const SNAPSHOT_TIMEOUT_MS = 3_000;
 
+/** A read still out after this many timeouts is given up on, and a new one may start. */
+const STALLED_READ_ABANDON_FACTOR = 10;
+
 /** Depth is counted up to this many rows when no limit is set, so a huge backlog stays cheap. */
 const UNBOUNDED_COUNT_CAP = 100_000;
 
@@ -47,6 +50,7 @@ export class JobQueueMonitor implements OnApplicationBootstrap, BeforeApplicatio
   private wasAlerting = false;
   /** The reads of the last refresh, until they settle: ones that outlived their timeout included. */
   private reading: Promise<unknown> | null = null;
+  private readingSince = 0;
   /** How long a refresh waits for its reads (a field, so a test can shorten it). */
   snapshotTimeoutMs = SNAPSHOT_TIMEOUT_MS;
   private readonly task: PeriodicTask;
@@ -146,13 +150,19 @@ export class JobQueueMonitor implements OnApplicationBootstrap, BeforeApplicatio
       // Reads that timed out keep running, each on a pooled connection: on a database that is
       // slow rather than away, starting more at every probe would pile them up until the pool
       // was gone (and the lease renewals with it). So one set at a time.
-      if (this.reading) throw new Error(`the last read of the queue has not answered yet (it gets ${this.snapshotTimeoutMs} ms)`);
+      // Not for ever, though: a read on a connection that died without a word may never settle,
+      // and readiness must come back once the database does.
+      const abandonAfterMs = STALLED_READ_ABANDON_FACTOR * this.snapshotTimeoutMs;
+      if (this.reading && monotonicNow() - this.readingSince < abandonAfterMs) {
+        throw new Error(`the last read of the queue has not answered yet (it gets ${this.snapshotTimeoutMs} ms)`);
+      }
       const reads = Promise.all([
         this.store.queueSnapshot(countUpTo),
         this.store.depthByType(limitedTypes, countUpTo),
         this.store.openCircuits(),
       ]);
       this.reading = reads;
+      this.readingSince = monotonicNow();
       const settled = () => {
         if (this.reading === reads) this.reading = null;
       };
