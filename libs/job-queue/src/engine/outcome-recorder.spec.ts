@@ -95,29 +95,28 @@ let logs: { warn: string[]; error: string[] };
 let sleeps: number[];
 let recorder: OutcomeRecorder;
 
-beforeEach(() => {
-  store = new FakeStore();
-  store.rows.set('7', { status: 'processing', leaseToken: 'token-a' });
-  events = [];
-  logs = { warn: [], error: [] };
-  sleeps = [];
+/** A recorder on the fake store whose pauses are recorded, not waited; `afterPause` runs after each. */
+function newRecorder({ afterPause, leaseMs }: { afterPause?: () => void; leaseMs?: number } = {}): OutcomeRecorder {
   const sink: EventSink = { emit: (event) => events.push(event) };
   const logger: EngineLogger = {
     log: () => undefined,
     warn: (message) => logs.warn.push(message),
     error: (message) => logs.error.push(message),
   };
-  recorder = new OutcomeRecorder(
-    store as unknown as JobStore,
-    new RetryPolicy(() => 0.5),
-    sink,
-    logger,
-    'worker-a',
-    undefined,
-    async (ms) => {
-      sleeps.push(ms);
-    },
-  );
+  const pause = async (ms: number) => {
+    sleeps.push(ms);
+    afterPause?.();
+  };
+  return new OutcomeRecorder(store as unknown as JobStore, new RetryPolicy(() => 0.5), sink, logger, 'worker-a', undefined, pause, leaseMs);
+}
+
+beforeEach(() => {
+  store = new FakeStore();
+  store.rows.set('7', { status: 'processing', leaseToken: 'token-a' });
+  events = [];
+  logs = { warn: [], error: [] };
+  sleeps = [];
+  recorder = newRecorder();
 });
 
 const base = { jobId: '7', type: 'email.welcome', workerId: 'worker-a' };
@@ -248,18 +247,7 @@ describe('OutcomeRecorder', () => {
 
     it('gives up after leaseMs at most, even while renewals keep the lease (one write failing, the database up)', async () => {
       for (let i = 0; i < 50; i++) store.failures.push(new Error('Query read timeout'));
-      recorder = new OutcomeRecorder(
-        store as unknown as JobStore,
-        new RetryPolicy(() => 0.5),
-        { emit: (event) => events.push(event) },
-        { log: () => undefined, warn: (message) => logs.warn.push(message), error: (message) => logs.error.push(message) },
-        'worker-a',
-        undefined,
-        async (ms) => {
-          sleeps.push(ms);
-        },
-        0,
-      );
+      recorder = newRecorder({ leaseMs: 0 });
       await recorder.record(claimed(1), handler, { kind: 'succeeded', resultJson: '1' }, { mayKeepWriting: true });
       expect(store.calls).toHaveLength(6);
       expect(logs.error).toHaveLength(1);
@@ -268,19 +256,8 @@ describe('OutcomeRecorder', () => {
     it('gives up once the lease is presumed lost, and logs an error', async () => {
       for (let i = 0; i < 50; i++) store.failures.push(new Error('database is away'));
       const held = { mayKeepWriting: true };
-      recorder = new OutcomeRecorder(
-        store as unknown as JobStore,
-        new RetryPolicy(() => 0.5),
-        { emit: (event) => events.push(event) },
-        { log: () => undefined, warn: (message) => logs.warn.push(message), error: (message) => logs.error.push(message) },
-        'worker-a',
-        undefined,
-        async (ms) => {
-          sleeps.push(ms);
-          // The lease keeper presumes the lease lost during the tenth pause.
-          if (sleeps.length === 10) held.mayKeepWriting = false;
-        },
-      );
+      // The lease keeper presumes the lease lost during the tenth pause.
+      recorder = newRecorder({ afterPause: () => sleeps.length === 10 && (held.mayKeepWriting = false) });
       await recorder.record(claimed(1), handler, { kind: 'succeeded', resultJson: '1' }, held);
       expect(store.calls).toHaveLength(11);
       expect(events).toEqual([]);
