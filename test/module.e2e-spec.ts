@@ -1,6 +1,6 @@
-import { Inject, Injectable, Logger, Scope } from '@nestjs/common';
+import { ConsoleLogger, Inject, Injectable, Logger, Scope } from '@nestjs/common';
 import { REQUEST } from '@nestjs/core';
-import type { TestingModule } from '@nestjs/testing';
+import { Test, type TestingModule } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
@@ -20,6 +20,13 @@ import {
 import { bootTestingModule, startQueueApp, type QueueApp } from './support/queue-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 import { waitFor } from './support/wait-for.js';
+
+/** Keeps an expected boot failure out of the test output. */
+class NoopLogger extends ConsoleLogger {
+  override error(): void {}
+  override warn(): void {}
+  override log(): void {}
+}
 
 /** The error a promise rejects with; fails the test when it resolves instead. */
 async function rejectionOf(promise: Promise<unknown>): Promise<Error> {
@@ -204,6 +211,27 @@ describe('JobQueueModule boot', () => {
       expect(error.message).toContain('SecondDuplicate.handle');
       // The failed app was closed, and with it the DataSource the module had opened.
       await waitFor(async () => (await connectionsNamed(db, 'ajq-dup-boot')) === 0, { message: 'module connections closed' });
+    });
+
+    it('closes the DataSource it opened when the boot fails, even if the app is never closed', async () => {
+      // As with NestFactory.create(…, { abortOnError: false }): the boot rejects, and there is no
+      // app instance to close.
+      const moduleRef = await Test.createTestingModule({
+        imports: [
+          JobQueueModule.forRoot({
+            dataSource: { type: 'postgres', url: db.url, applicationName: 'ajq-dup-unclosed' },
+            pollIntervalMs: 200,
+          }),
+        ],
+        providers: [FirstDuplicate, SecondDuplicate],
+      })
+        .setLogger(new NoopLogger())
+        .compile();
+      await expect(moduleRef.init()).rejects.toBeInstanceOf(DuplicateJobHandlerError);
+      await waitFor(async () => (await connectionsNamed(db, 'ajq-dup-unclosed')) === 0, {
+        timeoutMs: 3_000,
+        message: 'the module connections closed without app.close()',
+      });
     });
 
     it('refuses a handler on a request-scoped provider', async () => {

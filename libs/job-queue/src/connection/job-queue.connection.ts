@@ -41,6 +41,20 @@ export class JobQueueConnection implements OnApplicationShutdown {
     if (this.owned && this.dataSource.isInitialized) await this.dataSource.destroy();
   }
 
+  /**
+   * Runs a boot step; if it throws, closes the DataSource this module opened before rethrowing.
+   * A boot that fails gives the app no instance to close (NestFactory.create rejects), so with
+   * `abortOnError: false` the pool would otherwise stay open until its idle timeout.
+   */
+  async closedIfFails<T>(step: () => T | Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (error) {
+      await this.onApplicationShutdown().catch(() => undefined);
+      throw error;
+    }
+  }
+
   private static adopt(dataSource: DataSource): JobQueueConnection {
     if (dataSource.options.type !== 'postgres') {
       throw new JobQueueConfigError(`auto-job-queue runs on PostgreSQL; the DataSource given is "${dataSource.options.type}".`);

@@ -1,6 +1,7 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import type { JobHandlerMetadata } from '../decorators/job-handler-options.js';
+import { JobQueueConnection } from '../connection/job-queue.connection.js';
 import { JobQueueConfigError } from '../errors/job-queue-config.error.js';
 import { JOB_HANDLER_METADATA, JOB_QUEUE_OPTIONS } from '../job-queue.constants.js';
 import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
@@ -16,9 +17,15 @@ export class JobHandlerExplorer implements OnModuleInit {
     private readonly reflector: Reflector,
     private readonly registry: JobHandlerRegistry,
     @Inject(JOB_QUEUE_OPTIONS) private readonly options: ResolvedJobQueueOptions,
+    private readonly connection: JobQueueConnection,
   ) {}
 
-  onModuleInit(): void {
+  /** A boot error here (two handlers for a type, a scoped provider) also closes the module's DataSource. */
+  onModuleInit(): Promise<void> {
+    return this.connection.closedIfFails(() => this.discover());
+  }
+
+  private discover(): void {
     for (const wrapper of this.discovery.getProviders()) {
       const metatype = wrapper.metatype as { prototype?: object; name?: string } | undefined;
       const prototype = wrapper.instance ? Object.getPrototypeOf(wrapper.instance) : metatype?.prototype;

@@ -71,6 +71,8 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
 
   async onApplicationBootstrap(): Promise<void> {
     if (!this.options.runWorker || this.shuttingDown) return;
+    // A pool too small for transactional handlers is a boot error; it closes the module's DataSource.
+    const transactionalCapacity = await this.connection.closedIfFails(() => this.transactionalCapacity());
     const { options, store, events, logger } = this;
     const recorder = new OutcomeRecorder(
       store,
@@ -91,7 +93,7 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
         concurrency: options.concurrency,
         pollIntervalMs: options.pollIntervalMs,
         leaseMs: options.leaseMs,
-        transactionalCapacity: this.transactionalCapacity(),
+        transactionalCapacity,
         prefetch: this.registry.all().some((h) => h.rateLimit || h.globalConcurrency || h.circuitBreaker) ? 0 : options.prefetch,
       },
       store,
