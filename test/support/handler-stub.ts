@@ -1,4 +1,4 @@
-import type { RegisteredHandler } from '../../libs/job-queue/src/discovery/registered-handler.js';
+import type { RegisteredHandler } from '../../libs/job-queue/src/base/registered-handler.js';
 
 /** A resolved handler for unit specs: plain defaults, anything overridable. */
 export function handlerStub(overrides: Partial<RegisteredHandler> = {}): RegisteredHandler {

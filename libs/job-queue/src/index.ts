@@ -3,10 +3,10 @@ export { JOB_QUEUE_ASYNC_OPTIONS_TYPE, JOB_QUEUE_OPTIONS_TYPE } from './job-queu
 export type { JobQueueOptions, ResolvedJobQueueOptions, RetentionOptions, RetryOptions } from './options/job-queue-options.js';
 export { JobHandler } from './decorators/job-handler.decorator.js';
 export type { JobHandlerOptions, PayloadSchema } from './decorators/job-handler-options.js';
-export type { JobContext } from './engine/job-context.js';
-export type { JobQueueEvent, JobQueueEventKind } from './engine/events.js';
+export type { JobContext } from './base/job-context.js';
+export type { JobQueueEvent, JobQueueEventKind } from './events/job-queue-event.js';
 export { JobProducer } from './producer/job.producer.js';
-export type { EnqueueAndWaitOptions, EnqueueManyItem, EnqueueOptions, EnqueueResult } from './producer/enqueue-options.js';
+export type { EnqueueAndWaitOptions, EnqueueManyItem, EnqueueOptions, EnqueueResult } from './base/enqueue-options.js';
 export { JobQueueAdmin, type ListDeadOptions } from './admin/job-queue.admin.js';
 export { JobQueueEvents } from './events/job-queue.events.js';
 export { JobQueueHealthIndicator, type JobQueueReadiness, type JobQueueReadyStatus } from './health/job-queue.health.js';

@@ -7,7 +7,7 @@ import { JobHandlerExplorer } from './discovery/job-handler.explorer.js';
 import { JobHandlerRegistry } from './discovery/job-handler.registry.js';
 import { JobQueueEvents } from './events/job-queue.events.js';
 import { JobQueueHealthIndicator } from './health/job-queue.health.js';
-import { JOB_QUEUE_OPTIONS, JOB_STORE } from './job-queue.constants.js';
+import { JOB_QUEUE_OPTIONS, JOB_STORE } from './base/job-queue.constants.js';
 import { JOB_QUEUE_MODULE_OPTIONS, JobQueueConfigurableModule } from './job-queue.module-definition.js';
 import type { JobQueueOptions, ResolvedJobQueueOptions } from './options/job-queue-options.js';
 import { resolveJobQueueOptions } from './options/resolve-options.js';
@@ -15,8 +15,9 @@ import { unknownOptionKeys } from './options/unknown-options.js';
 import { JobQueueMonitor } from './maintenance/job-queue.monitor.js';
 import { JobNotificationHub } from './notifications/job-notification.hub.js';
 import { PostgresJobStore } from './persistence/postgres-job.store.js';
+import { Backpressure } from './producer/backpressure.js';
 import { JobProducer } from './producer/job.producer.js';
-import { WorkerHost } from './worker/worker.host.js';
+import { JobQueueOrchestrator } from './orchestrator/job-queue.orchestrator.js';
 
 /**
  * Background jobs on PostgreSQL. `JobQueueModule.forRoot({ dataSource })` or `forRootAsync(...)`;
@@ -55,10 +56,11 @@ import { WorkerHost } from './worker/worker.host.js';
     HealthIndicatorService,
     JobHandlerRegistry,
     JobHandlerExplorer,
+    Backpressure,
     JobQueueMonitor,
     JobNotificationHub,
     JobQueueEvents,
-    WorkerHost,
+    JobQueueOrchestrator,
     JobProducer,
     JobQueueAdmin,
     JobQueueHealthIndicator,

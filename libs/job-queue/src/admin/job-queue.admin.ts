@@ -2,11 +2,11 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InvalidJobError } from '../errors/invalid-job.error.js';
 import { JobNotFoundError } from '../errors/job-not-found.error.js';
 import { JobStateError } from '../errors/job-state.error.js';
-import { JOB_STORE } from '../job-queue.constants.js';
+import { JOB_STORE } from '../base/job-queue.constants.js';
 import type { CircuitRecord, JobStats, JobStore } from '../persistence/job.store.js';
 import type { ScheduledType } from '../schedules/cron-scheduler.js';
 import type { JobRecord } from '../persistence/job-record.js';
-import { WorkerHost } from '../worker/worker.host.js';
+import { JobQueueOrchestrator } from '../orchestrator/job-queue.orchestrator.js';
 
 export interface ListDeadOptions {
   type?: string;
@@ -19,7 +19,7 @@ export interface ListDeadOptions {
 export class JobQueueAdmin {
   constructor(
     @Inject(JOB_STORE) private readonly store: JobStore,
-    private readonly workerHost: WorkerHost,
+    private readonly orchestrator: JobQueueOrchestrator,
   ) {}
 
   /** One entry per open (or half-open) circuit, across the cluster. */
@@ -29,7 +29,7 @@ export class JobQueueAdmin {
 
   /** Cron schedules run by this process, with their next slot. */
   schedules(): ScheduledType[] {
-    return this.workerHost.schedules();
+    return this.orchestrator.schedules();
   }
 
   /** The job, or null for an unknown id. */
@@ -73,7 +73,7 @@ export class JobQueueAdmin {
     if (previousStatus === 'completed' || previousStatus === 'dead') {
       throw new JobStateError(record.id, previousStatus, 'a finished job cannot be cancelled');
     }
-    if (previousStatus === 'processing') this.workerHost.interrupt(record.id);
+    if (previousStatus === 'processing') this.orchestrator.interrupt(record.id);
     return record;
   }
 }

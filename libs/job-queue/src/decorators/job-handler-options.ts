@@ -1,7 +1,6 @@
-/** Anything with `parse(input): T` validates a payload; a zod schema fits. */
-export interface PayloadSchema<T = unknown> {
-  parse(input: unknown): T;
-}
+import type { PayloadSchema } from '../base/payload-schema.js';
+
+export type { PayloadSchema } from '../base/payload-schema.js';
 
 export interface JobHandlerOptions {
   /** Attempts before dead-lettering; a job's own `maxAttempts` wins. @default module `retry.maxAttempts` */

@@ -1,5 +1,5 @@
 import { SetMetadata } from '@nestjs/common';
-import { JOB_HANDLER_METADATA } from '../job-queue.constants.js';
+import { JOB_HANDLER_METADATA } from '../base/job-queue.constants.js';
 import type { JobHandlerMetadata, JobHandlerOptions } from './job-handler-options.js';
 
 /**

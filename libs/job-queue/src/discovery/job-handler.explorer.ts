@@ -3,7 +3,7 @@ import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import type { JobHandlerMetadata } from '../decorators/job-handler-options.js';
 import { JobQueueConnection } from '../connection/job-queue.connection.js';
 import { JobQueueConfigError } from '../errors/job-queue-config.error.js';
-import { JOB_HANDLER_METADATA, JOB_QUEUE_OPTIONS } from '../job-queue.constants.js';
+import { JOB_HANDLER_METADATA, JOB_QUEUE_OPTIONS } from '../base/job-queue.constants.js';
 import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
 import { JobHandlerRegistry } from './job-handler.registry.js';
 import { resolveHandler } from './resolve-handler-options.js';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DuplicateJobHandlerError } from '../errors/duplicate-job-handler.error.js';
 import { JobQueueError } from '../errors/job-queue.error.js';
 import { JobHandlerRegistry } from './job-handler.registry.js';
-import type { RegisteredHandler } from './registered-handler.js';
+import type { RegisteredHandler } from '../base/registered-handler.js';
 import { handlerStub } from '../../../../test/support/handler-stub.js';
 
 function handler(type: string, location: string): RegisteredHandler {

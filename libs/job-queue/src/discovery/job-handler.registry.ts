@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { DuplicateJobHandlerError } from '../errors/duplicate-job-handler.error.js';
-import type { RegisteredHandler } from './registered-handler.js';
+import type { HandlerLookup, RegisteredHandler } from '../base/registered-handler.js';
 
 /** Lookup of handlers by job type, filled once at boot by the explorer. */
 @Injectable()
-export class JobHandlerRegistry {
+export class JobHandlerRegistry implements HandlerLookup {
   private readonly handlers = new Map<string, RegisteredHandler>();
 
   register(handler: RegisteredHandler): void {

@@ -3,7 +3,7 @@ import { JobQueueConfigError } from '../errors/job-queue-config.error.js';
 import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
 import { positiveInteger } from '../options/option-checks.js';
 import { CronSchedule } from '../schedules/cron-schedule.js';
-import type { RegisteredHandler } from './registered-handler.js';
+import type { RegisteredHandler } from '../base/registered-handler.js';
 
 function resolvePair<T extends Record<string, number>, R>(
   where: string,

@@ -1,9 +1,9 @@
 import type { EntityManager } from 'typeorm';
 import type { ClaimedJob } from '../persistence/job.store.js';
-import type { EnqueueOptions, EnqueueResult } from '../producer/enqueue-options.js';
+import type { EnqueueOptions, EnqueueResult } from '../base/enqueue-options.js';
 import type { AttemptControl } from './attempt-control.js';
 import type { EffectLedger } from './effect-ledger.js';
-import type { JobContext } from './job-context.js';
+import type { JobContext } from '../base/job-context.js';
 
 /** Enqueues on behalf of a running handler (the producer, with its validation and backpressure). */
 export type HandlerEnqueue = (type: string, payload: unknown, options?: EnqueueOptions) => Promise<EnqueueResult>;

@@ -1,7 +1,7 @@
 import { InvalidJobError } from '../errors/invalid-job.error.js';
 import { hasLoneSurrogate, jsonbRefusal } from '../persistence/json-text.js';
 import type { JobStore } from '../persistence/job.store.js';
-import type { EngineLogger } from './engine-logger.js';
+import type { EngineLogger } from '../base/logger.js';
 
 const RECORD_RETRY_DELAYS_MS = [100, 300, 1_000];
 

@@ -1,12 +1,12 @@
 import type { EntityManager } from 'typeorm';
 import { describe, expect, it, vi } from 'vitest';
-import type { RegisteredHandler } from '../discovery/registered-handler.js';
+import type { RegisteredHandler } from '../base/registered-handler.js';
 import { JobTimeoutError } from '../errors/job-timeout.error.js';
 import { PermanentJobError } from '../errors/permanent-job.error.js';
 import type { ClaimedJob, JobStore, JobTransaction } from '../persistence/job.store.js';
 import { AttemptControl } from './attempt-control.js';
 import type { EffectLedger } from './effect-ledger.js';
-import type { JobContext } from './job-context.js';
+import type { JobContext } from '../base/job-context.js';
 import { handlerStub } from '../../../../test/support/handler-stub.js';
 import { JobRunner, type HandlerEnqueue } from './job-runner.js';
 

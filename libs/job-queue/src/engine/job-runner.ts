@@ -1,4 +1,4 @@
-import type { RegisteredHandler } from '../discovery/registered-handler.js';
+import type { RegisteredHandler } from '../base/registered-handler.js';
 import { JobTimeoutError } from '../errors/job-timeout.error.js';
 import { PermanentJobError } from '../errors/permanent-job.error.js';
 import type { ClaimedJob, JobStore, JobTransaction } from '../persistence/job.store.js';
@@ -8,7 +8,7 @@ import type { AttemptOutcome } from './attempt-outcome.js';
 import { describeError } from './describe-error.js';
 import type { EffectLedger } from './effect-ledger.js';
 import { jsonbRefusal } from '../persistence/json-text.js';
-import { isThenable } from './thenable.js';
+import { isThenable } from '../base/thenable.js';
 
 export type { HandlerEnqueue } from './attempt-context.js';
 

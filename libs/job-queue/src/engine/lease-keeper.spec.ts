@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { JobStore, Lease, RenewalResult } from '../persistence/job.store.js';
 import type { JobStatus } from '../persistence/job-status.js';
-import type { EngineLogger } from './engine-logger.js';
+import type { EngineLogger } from '../base/logger.js';
 import { LeaseKeeper, type HeldLease, type LeaseHolder } from './lease-keeper.js';
 
 const LEASE_MS = 30_000;

@@ -1,7 +1,7 @@
 import type { JobStore, Lease } from '../persistence/job.store.js';
 import type { JobStatus } from '../persistence/job-status.js';
-import type { EngineLogger } from './engine-logger.js';
-import { monotonicNow } from './monotonic-clock.js';
+import type { EngineLogger } from '../base/logger.js';
+import { monotonicNow } from '../base/monotonic-clock.js';
 
 /** A lease the keeper renews, with the last time the database confirmed it. */
 export interface HeldLease extends Lease {

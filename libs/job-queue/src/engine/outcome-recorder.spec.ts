@@ -1,9 +1,9 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { RegisteredHandler } from '../discovery/registered-handler.js';
+import type { RegisteredHandler } from '../base/registered-handler.js';
 import type { ClaimedJob, JobStore, Lease } from '../persistence/job.store.js';
 import type { JobStatus } from '../persistence/job-status.js';
-import type { EngineLogger } from './engine-logger.js';
-import type { EventSink, JobQueueEvent } from './events.js';
+import type { EngineLogger } from '../base/logger.js';
+import type { EventSink, JobQueueEvent } from '../events/job-queue-event.js';
 import { handlerStub } from '../../../../test/support/handler-stub.js';
 import { OutcomeRecorder } from './outcome-recorder.js';
 import { RetryPolicy } from './retry-policy.js';

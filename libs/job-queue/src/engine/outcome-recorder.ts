@@ -1,12 +1,12 @@
-import type { RegisteredHandler } from '../discovery/registered-handler.js';
+import type { RegisteredHandler } from '../base/registered-handler.js';
 import type { ClaimedJob, JobStore } from '../persistence/job.store.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import type { CompletionBatcher, PendingCompletion } from './completion-batcher.js';
 import { DEFAULT_LEASE_MS } from '../options/defaults.js';
 import { describeError } from './describe-error.js';
-import { monotonicNow } from './monotonic-clock.js';
-import type { EngineLogger } from './engine-logger.js';
-import type { EventSink } from './events.js';
+import { monotonicNow } from '../base/monotonic-clock.js';
+import type { EngineLogger } from '../base/logger.js';
+import type { EventSink } from '../events/job-queue-event.js';
 import type { RetryPolicy } from './retry-policy.js';
 import { isRefusedData, isTransient } from './write-failure.js';
 

@@ -1,4 +1,4 @@
-import { monotonicNow } from './monotonic-clock.js';
+import { monotonicNow } from '../base/monotonic-clock.js';
 import { ThroughputMeter } from './throughput-meter.js';
 
 /** The buffer holds about this much work: enough to cover a claim's round trip under load. */

@@ -1,4 +1,4 @@
-import { monotonicNow } from './monotonic-clock.js';
+import { monotonicNow } from '../base/monotonic-clock.js';
 
 /** Buckets and their width: the rate is read over the last quarter second, so it reacts fast. */
 const BUCKETS = 5;

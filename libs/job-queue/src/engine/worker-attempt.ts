@@ -1,4 +1,4 @@
-import type { RegisteredHandler } from '../discovery/registered-handler.js';
+import type { RegisteredHandler } from '../base/registered-handler.js';
 import type { ClaimedJob, Lease } from '../persistence/job.store.js';
 import { AttemptControl } from './attempt-control.js';
 import type { PendingCompletion } from './completion-batcher.js';

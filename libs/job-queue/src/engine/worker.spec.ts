@@ -1,12 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { handlerStub } from '../../../../test/support/handler-stub.js';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
-import type { RegisteredHandler } from '../discovery/registered-handler.js';
+import type { RegisteredHandler } from '../base/registered-handler.js';
 import type { ClaimedJob, ClaimRequest, JobStore, Lease } from '../persistence/job.store.js';
 import { CompletionBatcher } from './completion-batcher.js';
 import { EffectLedger } from './effect-ledger.js';
-import type { EngineLogger } from './engine-logger.js';
-import type { JobQueueEvent } from './events.js';
+import type { EngineLogger } from '../base/logger.js';
+import type { JobQueueEvent } from '../events/job-queue-event.js';
 import { JobRunner } from './job-runner.js';
 import { OutcomeRecorder } from './outcome-recorder.js';
 import { RetryPolicy } from './retry-policy.js';

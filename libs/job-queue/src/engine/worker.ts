@@ -1,16 +1,15 @@
-import type { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
-import type { RegisteredHandler } from '../discovery/registered-handler.js';
+import type { HandlerLookup, RegisteredHandler } from '../base/registered-handler.js';
 import type { ClaimedJob, ClaimRequest, JobStore, Lease } from '../persistence/job.store.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import type { JobStatus } from '../persistence/job-status.js';
 import { ClaimPlanner } from './claim-planner.js';
-import type { EngineLogger } from './engine-logger.js';
+import type { EngineLogger } from '../base/logger.js';
 import type { JobRunner } from './job-runner.js';
-import { monotonicNow } from './monotonic-clock.js';
+import { monotonicNow } from '../base/monotonic-clock.js';
 import type { HeldLease, LeaseHolder } from './lease-keeper.js';
 import type { OutcomeRecorder } from './outcome-recorder.js';
 import { PrefetchSizer } from './prefetch-sizer.js';
-import { isThenable } from './thenable.js';
+import { isThenable } from '../base/thenable.js';
 import { WakeSignal } from './wake-signal.js';
 import { type CompletionListener, WorkerAttempt } from './worker-attempt.js';
 
@@ -123,7 +122,7 @@ export class Worker implements LeaseHolder, CompletionListener {
   constructor(
     private readonly settings: WorkerSettings,
     private readonly store: JobStore,
-    private readonly registry: JobHandlerRegistry,
+    private readonly registry: HandlerLookup,
     private readonly runner: JobRunner,
     private readonly recorder: OutcomeRecorder,
     private readonly logger: EngineLogger,

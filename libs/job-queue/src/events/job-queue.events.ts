@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { type Observable, Subject } from 'rxjs';
-import type { EventSink, JobQueueEvent } from '../engine/events.js';
+import type { EventSink, JobQueueEvent } from './job-queue-event.js';
 
 /** The queue's event stream. Subscribe to `events$`; filter on `kind`. */
 @Injectable()

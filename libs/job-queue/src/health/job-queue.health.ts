@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorStatus } from '@nestjs/terminus';
 import { JobQueueMonitor } from '../maintenance/job-queue.monitor.js';
-import { WorkerHost } from '../worker/worker.host.js';
+import { JobQueueOrchestrator } from '../orchestrator/job-queue.orchestrator.js';
 
 /**
  * Readiness's status: `degraded` where the installed Terminus has that state (12); Terminus 11
@@ -30,7 +30,7 @@ export type JobQueueReadiness<Key extends string = 'job-queue'> = Record<
 export class JobQueueHealthIndicator {
   constructor(
     private readonly health: HealthIndicatorService,
-    private readonly host: WorkerHost,
+    private readonly orchestrator: JobQueueOrchestrator,
     private readonly monitor: JobQueueMonitor,
   ) {}
 
@@ -40,7 +40,7 @@ export class JobQueueHealthIndicator {
    */
   isAlive<const Key extends string = 'job-queue'>(key: Key = 'job-queue' as Key) {
     const session = this.health.check(key);
-    const status = this.host.status();
+    const status = this.orchestrator.status();
     const silentForMs = status.silentForMs;
     if (!status.runWorker || silentForMs === null) return session.up({ runWorker: status.runWorker });
     const data = { inFlight: status.inFlight, silentForMs };
@@ -53,7 +53,7 @@ export class JobQueueHealthIndicator {
    */
   async isReady<const Key extends string = 'job-queue'>(key: Key = 'job-queue' as Key): Promise<JobQueueReadiness<Key>> {
     const session = this.health.check(key);
-    const status = this.host.status();
+    const status = this.orchestrator.status();
     const snapshot = await this.monitor.snapshot();
     const data = {
       depth: snapshot.depth,

@@ -1,5 +1,5 @@
-import type { EngineLogger } from '../engine/engine-logger.js';
-import type { EventSink } from '../engine/events.js';
+import type { EngineLogger } from '../base/logger.js';
+import type { EventSink } from '../events/job-queue-event.js';
 import type { JobStore, ReapedJob } from '../persistence/job.store.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { EngineLogger } from '../engine/engine-logger.js';
+import type { EngineLogger } from '../base/logger.js';
 import type { JobStore } from '../persistence/job.store.js';
 import type { LeaseReaper } from './lease-reaper.js';
 import type { RetentionPruner } from './retention-pruner.js';

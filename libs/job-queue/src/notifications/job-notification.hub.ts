@@ -1,17 +1,17 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { JobQueueConnection } from '../connection/job-queue.connection.js';
-import { JOB_QUEUE_OPTIONS } from '../job-queue.constants.js';
+import { JOB_QUEUE_OPTIONS } from '../base/job-queue.constants.js';
 import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
 import { JobNotificationListener } from '../persistence/job-notification.listener.js';
-import type { JobNotification } from './job-notification.js';
-import { poolOf } from '../persistence/pool-of.js';
+import type { JobNotification } from '../base/job-notification.js';
+import { poolOf, poolSizeOf } from '../persistence/pool-of.js';
 
 type Subscriber = (notification: JobNotification) => void;
 
 /**
  * The process's one LISTEN connection, shared by the worker (new jobs, cancels) and by
  * enqueueAndWait callers (finished jobs). Started on first use; with `listen: false` it never
- * starts and everyone relies on polling. WorkerHost stops it after the drain.
+ * starts and everyone relies on polling. JobQueueOrchestrator stops it after the drain.
  */
 @Injectable()
 export class JobNotificationHub {
@@ -46,7 +46,7 @@ export class JobNotificationHub {
 
   private start(): Promise<void> {
     if (!this.enabled) return Promise.resolve();
-    const poolSize = (poolOf(this.connection.dataSource) as { options?: { max?: number } }).options?.max ?? 10;
+    const poolSize = poolSizeOf(this.connection.dataSource);
     if (poolSize < 2) {
       // LISTEN holds its connection for good: with a pool of one, nothing else could ever run.
       this.logger.warn('The DataSource pool has 1 connection, so LISTEN is off and workers poll; use a pool of 2 or more.');

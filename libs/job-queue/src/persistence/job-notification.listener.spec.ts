@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Pool } from 'pg';
 import { describe, expect, it } from 'vitest';
-import type { EngineLogger } from '../engine/engine-logger.js';
+import type { EngineLogger } from '../base/logger.js';
 import { JobNotificationListener } from './job-notification.listener.js';
 
 /** A pooled connection double: LISTEN answers as the test scripts it; releases are recorded. */

@@ -1,7 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
-import type { EngineLogger } from '../engine/engine-logger.js';
+import type { EngineLogger } from '../base/logger.js';
 
-import type { JobNotification } from '../notifications/job-notification.js';
+import type { JobNotification } from '../base/job-notification.js';
 
 /**
  * One LISTEN connection per process, held out of the DataSource's pool. It reconnects after a

@@ -1,4 +1,4 @@
-import { monotonicNow } from '../engine/monotonic-clock.js';
+import { monotonicNow } from '../base/monotonic-clock.js';
 import { LARGE_TABLE_PAGES } from './claim-query.js';
 
 /**

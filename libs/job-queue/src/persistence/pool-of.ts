@@ -9,3 +9,11 @@ export function poolOf(dataSource: DataSource): Pool {
   }
   return pool;
 }
+
+/** node-postgres's own default pool size, which applies when the DataSource sets none. */
+const PG_DEFAULT_POOL_SIZE = 10;
+
+/** How many connections the DataSource's pool may open. */
+export function poolSizeOf(dataSource: DataSource): number {
+  return (poolOf(dataSource) as { options?: { max?: number } }).options?.max ?? PG_DEFAULT_POOL_SIZE;
+}

@@ -1,6 +1,6 @@
 import { JobFailedError } from '../errors/job-failed.error.js';
 import { JobWaitTimeoutError } from '../errors/job-wait-timeout.error.js';
-import { monotonicNow } from '../engine/monotonic-clock.js';
+import { monotonicNow } from '../base/monotonic-clock.js';
 import type { JobStore } from '../persistence/job.store.js';
 import type { JobNotificationHub } from '../notifications/job-notification.hub.js';
 

@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import { describe, expect, it } from 'vitest';
 import { InvalidJobError } from '../errors/invalid-job.error.js';
-import type { EnqueueOptions } from './enqueue-options.js';
+import type { EnqueueOptions } from '../base/enqueue-options.js';
 import { validateJob } from './job-validator.js';
 
 const INT4_MAX = 2_147_483_647;

@@ -1,6 +1,6 @@
 import { InvalidJobError } from '../errors/invalid-job.error.js';
 import type { NewJob } from '../persistence/job.store.js';
-import type { EnqueueOptions } from './enqueue-options.js';
+import type { EnqueueOptions } from '../base/enqueue-options.js';
 import { findUnserialisable, isPlainJsonValue } from './payload-check.js';
 import { hasLoneSurrogate, jsonbRefusal } from '../persistence/json-text.js';
 

@@ -3,12 +3,12 @@ import type { EntityManager } from 'typeorm';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
 import { InvalidJobError } from '../errors/invalid-job.error.js';
 import { QueueSaturatedError } from '../errors/queue-saturated.error.js';
-import { JOB_QUEUE_OPTIONS, JOB_STORE } from '../job-queue.constants.js';
-import { JobQueueMonitor } from '../maintenance/job-queue.monitor.js';
+import { JOB_QUEUE_OPTIONS, JOB_STORE } from '../base/job-queue.constants.js';
 import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
 import type { JobStore, NewJob } from '../persistence/job.store.js';
 import { JobNotificationHub } from '../notifications/job-notification.hub.js';
-import type { EnqueueAndWaitOptions, EnqueueManyItem, EnqueueOptions, EnqueueResult } from './enqueue-options.js';
+import type { EnqueueAndWaitOptions, EnqueueManyItem, EnqueueOptions, EnqueueResult } from '../base/enqueue-options.js';
+import { Backpressure } from './backpressure.js';
 import { JobCompletionWaiter } from './job-completion.waiter.js';
 import { validateJob } from './job-validator.js';
 
@@ -19,7 +19,7 @@ export class JobProducer {
     @Inject(JOB_STORE) private readonly store: JobStore,
     @Inject(JOB_QUEUE_OPTIONS) private readonly options: ResolvedJobQueueOptions,
     private readonly registry: JobHandlerRegistry,
-    private readonly monitor: JobQueueMonitor,
+    private readonly backpressure: Backpressure,
     hub: JobNotificationHub,
   ) {
     this.waiter = new JobCompletionWaiter(store, hub);
@@ -90,7 +90,7 @@ export class JobProducer {
     let admitted = jobs;
     let settle: (notInserted: readonly string[]) => void;
     try {
-      settle = await this.monitor.admit(jobs.map((job) => job.type));
+      settle = await this.backpressure.admit(jobs.map((job) => job.type));
     } catch (error) {
       if (!(error instanceof QueueSaturatedError)) throw error;
       // A saturated queue still answers an idempotent enqueue repeated (a client retrying its
@@ -98,7 +98,7 @@ export class JobProducer {
       // The lookup failing (the database away) leaves the answer as it was: saturated.
       admitted = await this.withoutExisting(jobs, manager).catch(() => jobs);
       if (admitted.length === jobs.length) throw error;
-      settle = admitted.length === 0 ? () => undefined : await this.monitor.admit(admitted.map((job) => job.type));
+      settle = admitted.length === 0 ? () => undefined : await this.backpressure.admit(admitted.map((job) => job.type));
     }
     let results: EnqueueResult[];
     try {

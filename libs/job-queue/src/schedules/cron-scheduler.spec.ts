@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { RegisteredHandler } from '../discovery/registered-handler.js';
-import type { EngineLogger } from '../engine/engine-logger.js';
+import type { RegisteredHandler } from '../base/registered-handler.js';
+import type { EngineLogger } from '../base/logger.js';
 import type { EnqueuedJob, JobStore, NewJob } from '../persistence/job.store.js';
 import { CronSchedule } from './cron-schedule.js';
 import { CronScheduler } from './cron-scheduler.js';

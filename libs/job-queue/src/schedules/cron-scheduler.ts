@@ -1,5 +1,5 @@
-import type { RegisteredHandler } from '../discovery/registered-handler.js';
-import type { EngineLogger } from '../engine/engine-logger.js';
+import type { RegisteredHandler } from '../base/registered-handler.js';
+import type { EngineLogger } from '../base/logger.js';
 import type { JobStore, NewJob } from '../persistence/job.store.js';
 
 /** Slots one pass enqueues per schedule at most (a stalled process catching up). */

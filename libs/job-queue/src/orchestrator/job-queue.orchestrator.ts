@@ -13,19 +13,19 @@ import { EffectLedger } from '../engine/effect-ledger.js';
 import { JobRunner } from '../engine/job-runner.js';
 import { LeaseKeeper } from '../engine/lease-keeper.js';
 import { OutcomeRecorder } from '../engine/outcome-recorder.js';
-import { PeriodicTask } from '../engine/periodic-task.js';
+import { PeriodicTask } from '../base/periodic-task.js';
 import { RetryPolicy } from '../engine/retry-policy.js';
 import { Worker } from '../engine/worker.js';
 import { JobQueueConfigError } from '../errors/job-queue-config.error.js';
 import { JobQueueEvents } from '../events/job-queue.events.js';
-import { JOB_QUEUE_OPTIONS, JOB_STORE } from '../job-queue.constants.js';
+import { JOB_QUEUE_OPTIONS, JOB_STORE } from '../base/job-queue.constants.js';
 import { LeaseReaper } from '../maintenance/lease-reaper.js';
 import { MaintenanceLeader } from '../maintenance/maintenance-leader.js';
 import { RetentionPruner } from '../maintenance/retention-pruner.js';
 import { JobNotificationHub } from '../notifications/job-notification.hub.js';
 import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
 import type { JobStore } from '../persistence/job.store.js';
-import { poolOf } from '../persistence/pool-of.js';
+import { poolSizeOf } from '../persistence/pool-of.js';
 import { JobProducer } from '../producer/job.producer.js';
 import { CronScheduler, type ScheduledType } from '../schedules/cron-scheduler.js';
 import { rateWindowMs } from '../engine/claim-planner.js';
@@ -41,16 +41,13 @@ export interface WorkerStatus {
 /** A pod that was down runs the latest missed slot of the last hour once (see CronScheduler). */
 const CRON_CATCH_UP_MS = 3_600_000;
 
-/** pg's default pool size, used when the DataSource sets none. */
-const PG_DEFAULT_POOL_SIZE = 10;
-
 /**
  * Nest's side of the engine: starts the worker at bootstrap (after every provider is ready),
  * marks draining as soon as shutdown begins, and drains in beforeApplicationShutdown, while the
  * HTTP server still answers and before the DataSource closes.
  */
 @Injectable()
-export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, BeforeApplicationShutdown {
+export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDestroy, BeforeApplicationShutdown {
   private readonly logger = new Logger('JobQueue');
   private worker: Worker | null = null;
   private leaseTask: PeriodicTask | null = null;
@@ -183,7 +180,7 @@ export class WorkerHost implements OnApplicationBootstrap, OnModuleDestroy, Befo
   private transactionalCapacity(): number {
     const transactional = this.registry.all().filter((h) => h.transactional);
     if (transactional.length === 0) return Infinity;
-    const poolSize = (poolOf(this.connection.dataSource) as { options?: { max?: number } }).options?.max ?? PG_DEFAULT_POOL_SIZE;
+    const poolSize = poolSizeOf(this.connection.dataSource);
     const reserved = 2 + (this.options.listen ? 1 : 0);
     const capacity = poolSize - reserved;
     if (capacity < 1) {

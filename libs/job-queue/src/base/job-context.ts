@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import type { EnqueueOptions, EnqueueResult } from '../producer/enqueue-options.js';
+import type { EnqueueOptions, EnqueueResult } from './enqueue-options.js';
 
 /** What a handler learns about the job it runs, and what it can do through it. */
 export interface JobContext {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { JobQueueEvents } from '../events/job-queue.events.js';
 import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
 import type { JobStore } from '../persistence/job.store.js';
-import { JobQueueMonitor } from './job-queue.monitor.js';
+import { Backpressure } from './backpressure.js';
 
 /** A store whose queue reads answer only when the test says so (a database slow to answer). */
 function slowStore() {
@@ -26,18 +26,18 @@ const options = {
   deadLetterAlertThreshold: 1,
 } as unknown as ResolvedJobQueueOptions;
 
-describe('JobQueueMonitor on a database slow to answer', () => {
+describe('Backpressure\'s queue reads on a database slow to answer', () => {
   it('starts no new reads while the last ones are still running, and reads again once they answered', async () => {
     const slow = slowStore();
-    const monitor = new JobQueueMonitor(slow.store, options, new JobQueueEvents());
-    monitor.snapshotTimeoutMs = 20;
+    const backpressure = new Backpressure(slow.store, options, new JobQueueEvents());
+    backpressure.snapshotTimeoutMs = 20;
 
-    const first = await monitor.snapshot();
+    const first = await backpressure.snapshot();
     expect(first.databaseReachable).toBe(false);
     expect(first.error).toContain('no answer within 20 ms');
     // Probes go on; the read that timed out is still running, so none is added beside it.
     for (let i = 0; i < 3; i++) {
-      const next = await monitor.snapshot();
+      const next = await backpressure.snapshot();
       expect(next.databaseReachable).toBe(false);
       expect(next.error).toContain('has not answered yet');
     }
@@ -45,7 +45,7 @@ describe('JobQueueMonitor on a database slow to answer', () => {
 
     slow.answer();
     await new Promise((resolve) => setImmediate(resolve));
-    const reading = monitor.snapshot();
+    const reading = backpressure.snapshot();
     expect(slow.reads()).toBe(2);
     slow.answer();
     expect(await reading).toMatchObject({ databaseReachable: true, depth: 3 });
@@ -53,13 +53,13 @@ describe('JobQueueMonitor on a database slow to answer', () => {
 
   it('gives up on a read that never answers after ten timeouts, and reads again', async () => {
     const slow = slowStore();
-    const monitor = new JobQueueMonitor(slow.store, options, new JobQueueEvents());
-    monitor.snapshotTimeoutMs = 5;
-    expect((await monitor.snapshot()).databaseReachable).toBe(false);
+    const backpressure = new Backpressure(slow.store, options, new JobQueueEvents());
+    backpressure.snapshotTimeoutMs = 5;
+    expect((await backpressure.snapshot()).databaseReachable).toBe(false);
     expect(slow.reads()).toBe(1);
     // The first read never answers (a connection that died without a word).
     await new Promise((resolve) => setTimeout(resolve, 60));
-    const next = monitor.snapshot();
+    const next = backpressure.snapshot();
     expect(slow.reads()).toBe(2);
     slow.answer();
     slow.answer();

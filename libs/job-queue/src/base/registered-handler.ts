@@ -1,6 +1,5 @@
-import type { PayloadSchema } from '../decorators/job-handler-options.js';
-import type { JobContext } from '../engine/job-context.js';
-import type { CronSchedule } from '../schedules/cron-schedule.js';
+import type { PayloadSchema } from './payload-schema.js';
+import type { JobContext } from './job-context.js';
 
 /** A discovered handler with its options resolved against the module defaults. */
 export interface RegisteredHandler {
@@ -17,6 +16,21 @@ export interface RegisteredHandler {
   readonly circuitBreaker: { readonly failureThreshold: number; readonly cooldownMs: number } | null;
   readonly rateLimit: { readonly max: number; readonly perMs: number } | null;
   readonly globalConcurrency: number | null;
-  readonly schedule: CronSchedule | null;
+  readonly schedule: HandlerSchedule | null;
   invoke(payload: unknown, job: JobContext): unknown;
+}
+
+/** A handler's cron schedule, as the scheduler reads it (CronSchedule implements it). */
+export interface HandlerSchedule {
+  readonly expression: string;
+  readonly timezone: string;
+  /** The first slot after `after`, or null if there is none. */
+  next(after: Date): Date | null;
+}
+
+/** The handlers this process runs, by type (JobHandlerRegistry implements it). */
+export interface HandlerLookup {
+  get(type: string): RegisteredHandler | undefined;
+  types(): string[];
+  all(): RegisteredHandler[];
 }

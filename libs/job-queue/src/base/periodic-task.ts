@@ -1,4 +1,4 @@
-import type { EngineLogger } from './engine-logger.js';
+import type { EngineLogger } from './logger.js';
 
 /**
  * Runs `runOnce` every `intervalMs`, never overlapping itself; a failing pass is logged and the
