@@ -9,3 +9,5 @@ export * from './job-state.error.js';
 export * from './job-timeout.error.js';
 export * from './job-failed.error.js';
 export * from './job-wait-timeout.error.js';
+export * from './store-unavailable.error.js';
+export * from './store-refused-data.error.js';

@@ -137,6 +137,11 @@ export interface RetentionWalk {
   due: boolean;
 }
 
+/** A claim on its way (a promise inside an object, so awaiting the send does not await the claim). */
+export interface SentClaim {
+  readonly claimed: Promise<ClaimedJob[]>;
+}
+
 /**
  * Every read and write of the jobs table. Each write after a claim is fenced by the lease token
  * and reports whether it applied.
@@ -146,6 +151,11 @@ export interface JobStore {
   /** For each (type, idempotency key) pair, in order: the id of the job that holds it, or null. */
   findIdempotent(keys: ReadonlyArray<{ type: string; key: string }>, manager?: EntityManager): Promise<Array<string | null>>;
   claim(request: ClaimRequest): Promise<ClaimedJob[]>;
+  /**
+   * Sends a claim and resolves once its statement is on its way to the server, so work the caller
+   * then does synchronously overlaps the claim; `claimed` settles as `claim` would.
+   */
+  sendClaim(request: ClaimRequest): Promise<SentClaim>;
   complete(lease: Lease, resultJson: string): Promise<boolean>;
   /**
    * Completes many jobs in one statement; returns the ids whose lease was gone (nothing written

@@ -16,6 +16,7 @@ import type {
   PrunedChunk,
   ReapedJob,
   RenewalResult,
+  SentClaim,
   RetentionWalk,
 } from './job.store.js';
 import { DEFAULT_SYNCHRONOUS_CLAIMS } from '../options/defaults.js';
@@ -187,6 +188,16 @@ export class PostgresJobStore implements JobStore {
       rows = await this.claimUnlimited(request, leaseToken);
     }
     return claimedJobs(rows, leaseToken, request);
+  }
+
+  async sendClaim(request: ClaimRequest): Promise<SentClaim> {
+    const claimed = this.claim(request);
+    // Until awaited, a failure must not count as unhandled.
+    claimed.catch(() => undefined);
+    // node-postgres hands out a pooled connection a tick later: let the statement reach the socket
+    // before the caller goes on with synchronous work (a batch of short jobs).
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    return { claimed };
   }
 
   /** A claim without flow control: for one type, in a form whose plan PostgreSQL keeps. */
