@@ -1,12 +1,9 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Retention walks the table in id order instead of keeping an index of finished jobs: every
- * completion used to add an entry to the completed-job index, about a tenth of the completion's
- * cost in the database, only so that pruning, once a second, could find the oldest ones. The
- * cancelled-job index goes with it (the same walk prunes cancelled jobs). The dead-letter index
- * stays: dead letters are listed and alerted on. One row holds where the walk is and when the next
- * one may start, shared by whichever process leads maintenance.
+ * Retention walks the table in id order, so completions no longer maintain an index of finished
+ * (or cancelled) jobs; one row holds the walk's position for whichever process leads maintenance.
+ * See docs/decisions/0060-retention-walks-by-id.md.
  */
 export function createRetentionByIdMigration(schema: string): new () => MigrationInterface {
   const s = `"${schema}"`;
