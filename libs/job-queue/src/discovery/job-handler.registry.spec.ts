@@ -3,7 +3,7 @@ import { DuplicateJobHandlerError } from '../errors/duplicate-job-handler.error.
 import { JobQueueError } from '../errors/job-queue.error.js';
 import { JobHandlerRegistry } from './job-handler.registry.js';
 import type { RegisteredHandler } from '../base/registered-handler.js';
-import { handlerStub } from '../../../../test/support/handler-stub.js';
+import { handlerStub } from '../base/registered-handler.stub.js';
 
 function handler(type: string, location: string): RegisteredHandler {
   return handlerStub({ type, location });

@@ -7,7 +7,7 @@ import type { ClaimedJob, JobStore, JobTransaction } from '../persistence/job.st
 import { AttemptControl } from './attempt-control.js';
 import type { EffectLedger } from './effect-ledger.js';
 import type { JobContext } from '../base/job-context.js';
-import { handlerStub } from '../../../../test/support/handler-stub.js';
+import { handlerStub } from '../base/registered-handler.stub.js';
 import { JobRunner, type HandlerEnqueue } from './job-runner.js';
 
 const job: ClaimedJob = {

@@ -4,7 +4,7 @@ import type { ClaimedJob, JobStore, Lease } from '../persistence/job.store.js';
 import type { JobStatus } from '../persistence/job-status.js';
 import type { EngineLogger } from '../base/logger.js';
 import type { EventSink, JobQueueEvent } from '../events/job-queue-event.js';
-import { handlerStub } from '../../../../test/support/handler-stub.js';
+import { handlerStub } from '../base/registered-handler.stub.js';
 import { OutcomeRecorder } from './outcome-recorder.js';
 import { RetryPolicy } from './retry-policy.js';
 

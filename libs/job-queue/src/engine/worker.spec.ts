@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { handlerStub } from '../../../../test/support/handler-stub.js';
+import { handlerStub } from '../base/registered-handler.stub.js';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
 import type { RegisteredHandler } from '../base/registered-handler.js';
 import type { ClaimedJob, ClaimRequest, JobStore, Lease } from '../persistence/job.store.js';

@@ -1,6 +1,6 @@
-import type { RegisteredHandler } from '../../libs/job-queue/src/base/registered-handler.js';
+import type { RegisteredHandler } from './registered-handler.js';
 
-/** A resolved handler for unit specs: plain defaults, anything overridable. */
+/** A resolved handler for unit specs (not shipped: the build leaves out *.stub.ts): plain defaults, anything overridable. */
 export function handlerStub(overrides: Partial<RegisteredHandler> = {}): RegisteredHandler {
   return {
     type: 'email.welcome',
