@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { InvalidJobError, JobHandler, type EnqueueManyItem, type EnqueueOptions, type JobContext } from '../src/index.js';
@@ -41,6 +42,15 @@ describe('JobProducer', () => {
   const totalRows = async () => (await db.query(`SELECT count(*)::int AS n FROM job_queue.jobs`))[0].n as number;
   const rowsOf = async (type: string) =>
     (await db.query(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE type = $1`, [type]))[0].n as number;
+  /** Sessions of this database waiting for the advisory lock `key`. */
+  const advisoryWaiters = async (key: number) =>
+    (
+      await db.query(
+        `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+         WHERE l.locktype = 'advisory' AND NOT l.granted AND l.classid = 0 AND l.objid = $1 AND d.datname = current_database()`,
+        [key],
+      )
+    )[0].n as number;
   const completed = (queue: QueueApp, id: string) =>
     waitFor(
       async () => {
@@ -138,6 +148,144 @@ describe('JobProducer', () => {
           [key],
         );
         expect(row).toEqual({ n: 1, id: [...ids][0] });
+      }
+    });
+
+    it('yields one row per key when enqueueMany calls with overlapping keys race from several modules', async () => {
+      const type = 'producer.many-race';
+      const keys = Array.from({ length: 12 }, (_, i) => `many-race-${String(i).padStart(2, '0')}`);
+      const producers = [api, otherApi, worker, api, otherApi, worker, api, otherApi].map((queue) => queue.producer);
+      // Every call takes two thirds of the keys (each key is in five or six calls), in one order.
+      const batches = producers.map((_, call) => keys.filter((_, i) => (i + call) % 3 !== 0));
+      const answers = await Promise.all(
+        producers.map((producer, call) =>
+          producer.enqueueMany(batches[call].map((key) => ({ type, payload: { call, key }, options: { idempotencyKey: key } }))),
+        ),
+      );
+
+      const rows = await db.query<{ id: string; key: string; payload: { call: number; key: string } }>(
+        `SELECT id::text AS id, idempotency_key AS key, payload FROM job_queue.jobs WHERE type = $1 ORDER BY idempotency_key`,
+        [type],
+      );
+      expect(rows.map((row) => row.key)).toEqual(keys);
+      const idOf = new Map(rows.map((row) => [row.key, row.id]));
+      for (const key of keys) {
+        const seen = answers.flatMap((results, call) => {
+          const at = batches[call].indexOf(key);
+          return at === -1 ? [] : [{ call, ...results[at] }];
+        });
+        expect(seen.length, `calls that enqueued ${key}`).toBeGreaterThanOrEqual(5);
+        // Every call answers with the one row's id; the call whose insert made it is the only one not deduplicated.
+        expect(new Set(seen.map((s) => s.id)), `ids answered for ${key}`).toEqual(new Set([idOf.get(key)]));
+        const inserters = seen.filter((s) => !s.deduplicated);
+        expect(inserters, `calls that inserted ${key}`).toHaveLength(1);
+        expect(rows.find((row) => row.key === key)!.payload).toEqual({ call: inserters[0].call, key });
+      }
+    });
+
+    // Fails today, deterministically: each statement inserts its rows in input order, so two
+    // batches that hold the same keys in opposite orders each take one key and wait for the other
+    // (PostgreSQL ends one with "deadlock detected"). Drop `.fails` once enqueue orders its
+    // inserts (or retries the deadlock); the test then passes as it is.
+    it.fails('settles enqueueMany calls that hold the same keys in opposite orders (known bug: deadlock)', async () => {
+      const type = 'producer.opposite-order';
+      const barrier = 7_240_001;
+      // Each call pauses before its second row until the test lets both go, so both have
+      // inserted their first key (uncommitted) before either goes on.
+      await db.query(`
+        CREATE FUNCTION opposite_order_barrier() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          PERFORM pg_advisory_xact_lock_shared(${barrier});
+          RETURN NEW;
+        END $$`);
+      await db.query(`
+        CREATE TRIGGER opposite_order_barrier BEFORE INSERT ON job_queue.jobs FOR EACH ROW
+        WHEN (NEW.type = '${type}' AND NEW.payload ? 'second') EXECUTE FUNCTION opposite_order_barrier()`);
+      const holder = new pg.Client({ connectionString: db.url });
+      await holder.connect();
+      try {
+        await holder.query(`SELECT pg_advisory_lock($1)`, [barrier]);
+        const item = (key: string, second: boolean) => ({
+          type,
+          payload: second ? { key, second } : { key },
+          options: { idempotencyKey: key },
+        });
+        const calls = Promise.allSettled([
+          api.producer.enqueueMany([item('opposite-a', false), item('opposite-b', true)]),
+          otherApi.producer.enqueueMany([item('opposite-b', false), item('opposite-a', true)]),
+        ]);
+        await waitFor(async () => (await advisoryWaiters(barrier)) === 2, { message: 'both calls at their second row' });
+        await holder.query(`SELECT pg_advisory_unlock($1)`, [barrier]);
+        const outcomes = (await calls).map((call) => (call.status === 'fulfilled' ? 'enqueued' : String(call.reason)));
+        expect(outcomes).toEqual(['enqueued', 'enqueued']);
+        const rows = await db.query(`SELECT idempotency_key AS key FROM job_queue.jobs WHERE type = $1 ORDER BY 1`, [type]);
+        expect(rows).toEqual([{ key: 'opposite-a' }, { key: 'opposite-b' }]);
+      } finally {
+        await holder.end();
+        await db.query(`DROP TRIGGER opposite_order_barrier ON job_queue.jobs`);
+        await db.query(`DROP FUNCTION opposite_order_barrier()`);
+      }
+    });
+
+    it('inserts anew when the row a key conflicted with is deleted before the producer reads it', async () => {
+      const type = 'producer.vanish';
+      const pause = 7_240_002;
+      const vanishing = await api.producer.enqueue(type, { v: 'deleted meanwhile' }, { idempotencyKey: 'vanish-1' });
+      const staying = await api.producer.enqueue(type, { v: 'stays' }, { idempotencyKey: 'vanish-2' });
+      // Once armed, the next insert statement into the jobs table pauses at its end (its conflicts
+      // found, nothing committed yet) until the test lets it go.
+      await db.query(`CREATE TABLE vanish_pause (armed boolean NOT NULL)`);
+      await db.query(`
+        CREATE FUNCTION vanish_pause() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE armed boolean;
+        BEGIN
+          DELETE FROM vanish_pause RETURNING true INTO armed;
+          IF armed THEN PERFORM pg_advisory_xact_lock_shared(${pause}); END IF;
+          RETURN NULL;
+        END $$`);
+      await db.query(`CREATE TRIGGER vanish_pause AFTER INSERT ON job_queue.jobs FOR EACH STATEMENT EXECUTE FUNCTION vanish_pause()`);
+      const holder = new pg.Client({ connectionString: db.url });
+      await holder.connect();
+      try {
+        await holder.query(`SELECT pg_advisory_lock($1)`, [pause]);
+        await db.query(`INSERT INTO vanish_pause VALUES (true)`);
+        const enqueued = api.producer.enqueueMany([
+          { type, payload: { v: 'new 1' }, options: { idempotencyKey: 'vanish-0' } },
+          { type, payload: { v: 'again 1' }, options: { idempotencyKey: 'vanish-1' } },
+          { type, payload: { v: 'again 2' }, options: { idempotencyKey: 'vanish-2' } },
+          { type, payload: { v: 'new 3' }, options: { idempotencyKey: 'vanish-3' } },
+        ]);
+        await waitFor(async () => (await advisoryWaiters(pause)) === 1, { message: 'the insert to pause after its conflicts' });
+        // A purge from another session, committed between the insert and the producer's lookup.
+        expect(await db.query(`DELETE FROM job_queue.jobs WHERE id = $1 RETURNING id`, [vanishing.id])).toHaveLength(1);
+        await holder.query(`SELECT pg_advisory_unlock($1)`, [pause]);
+        const results = await enqueued;
+
+        const rows = await db.query<{ id: string; key: string; v: string }>(
+          `SELECT id::text AS id, idempotency_key AS key, payload->>'v' AS v FROM job_queue.jobs WHERE type = $1 ORDER BY idempotency_key`,
+          [type],
+        );
+        expect(rows.map((row) => [row.key, row.v])).toEqual([
+          ['vanish-0', 'new 1'],
+          ['vanish-1', 'again 1'],
+          ['vanish-2', 'stays'],
+          ['vanish-3', 'new 3'],
+        ]);
+        const idOf = (key: string) => rows.find((row) => row.key === key)!.id;
+        expect(idOf('vanish-1')).not.toBe(vanishing.id);
+        expect(results).toEqual([
+          { id: idOf('vanish-0'), deduplicated: false },
+          { id: idOf('vanish-1'), deduplicated: false },
+          { id: staying.id, deduplicated: true },
+          { id: idOf('vanish-3'), deduplicated: false },
+        ]);
+        // The pause was used, by the first insert only.
+        expect(await db.query(`SELECT * FROM vanish_pause`)).toEqual([]);
+      } finally {
+        await holder.end();
+        await db.query(`DROP TRIGGER vanish_pause ON job_queue.jobs`);
+        await db.query(`DROP FUNCTION vanish_pause()`);
+        await db.query(`DROP TABLE vanish_pause`);
       }
     });
 
