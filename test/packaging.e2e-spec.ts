@@ -320,7 +320,8 @@ describe('the packed tarball, installed by separate NestJS apps', () => {
 
     expect(entries.filter((entry) => /^package\/(test|apps|bench|tools|build|node_modules|libs)\//.test(entry))).toEqual([]);
     expect(entries.filter((entry) => /\.spec\.|e2e-spec|fixtures?\//.test(entry))).toEqual([]);
-    expect(entries.filter((entry) => !/^package\/(dist\/|package\.json$|README\.md$|LICENSE)/.test(entry))).toEqual([]);
+    expect(entries.filter((entry) => !/^package\/(dist\/|package\.json$|README\.md$|LICENSE$|CHANGELOG\.md$)/.test(entry))).toEqual([]);
+    expect(entries).toEqual(expect.arrayContaining(['package/LICENSE', 'package/CHANGELOG.md']));
   });
 
   it('ships declarations that compile on their own, also without skipLibCheck', async () => {
