@@ -1,12 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import net from 'node:net';
 import type { Subscription } from 'rxjs';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { JobHandler, type JobContext, type JobQueueEvent, PermanentJobError, QueueSaturatedError } from '../src/index.js';
 import { type ChildWorker, spawnWorker } from './support/child-worker.js';
-import { startQueueApp, type QueueApp } from './support/queue-app.js';
+import { captureErrorLogs, startQueueApp, type QueueApp } from './support/queue-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
-import { waitFor } from './support/wait-for.js';
+import { type Sampler, sampleWhile, waitFor } from './support/wait-for.js';
 
 /**
  * Kubernetes probes and backpressure: readiness goes down while the queue is saturated or the
@@ -93,6 +93,17 @@ class PoisonHandler {
   }
 }
 
+/** Dead-letters its job while `deadLetters.on`; completes it otherwise. */
+const deadLetters = { on: true };
+
+@Injectable()
+class SwitchablePoisonHandler {
+  @JobHandler('report.dead-letter')
+  run() {
+    if (deadLetters.on) throw new PermanentJobError('report.dead-letter fails while switched on');
+  }
+}
+
 let releaseSlow: () => void = () => undefined;
 
 @Injectable()
@@ -108,6 +119,7 @@ describe('health probes and backpressure', () => {
   const children: ChildWorker[] = [];
   const apps: QueueApp[] = [];
   const subscriptions: Subscription[] = [];
+  const samplers: Array<Sampler<unknown>> = [];
 
   async function child(config: Record<string, unknown>): Promise<ChildWorker> {
     const worker = await spawnWorker({ url: db.url, pollIntervalMs: 200, ...config });
@@ -121,6 +133,20 @@ describe('health probes and backpressure', () => {
     return started;
   }
 
+  /** Samples a child's liveness over HTTP from now until the sampler is stopped. */
+  function sampleLiveness(worker: ChildWorker): Sampler<number | string> {
+    const sampler = sampleWhile(async () => (await get(worker.port, '/health/live')).status, { intervalMs: 50 });
+    samplers.push(sampler);
+    return sampler;
+  }
+
+  /** Liveness answered 200 to every sample (and there were samples). */
+  async function expectLiveThroughout(sampler: Sampler<number | string>): Promise<void> {
+    const statuses = await sampler.stop();
+    expect(statuses.filter((status) => status !== 200), 'liveness answers other than 200').toEqual([]);
+    expect(statuses.length, 'liveness samples taken').toBeGreaterThanOrEqual(2);
+  }
+
   function collect(queue: QueueApp): JobQueueEvent[] {
     const seen: JobQueueEvent[] = [];
     subscriptions.push(queue.events.events$.subscribe((event) => seen.push(event)));
@@ -131,6 +157,7 @@ describe('health probes and backpressure', () => {
     db = await createTestDatabase(inject('adminUrl'));
   });
   afterEach(async () => {
+    await Promise.all(samplers.splice(0).map((sampler) => sampler.stop()));
     await Promise.all(children.splice(0).map((w) => w.stop()));
     for (const subscription of subscriptions.splice(0)) subscription.unsubscribe();
     await Promise.all(apps.splice(0).map((a) => a.close()));
@@ -220,6 +247,8 @@ describe('health probes and backpressure', () => {
     const events = collect(queue);
     const probe = await child({ schema: 'hq_dead', deadLetterAlertThreshold: 1, depthRefreshMs: 100, httpPort: 0 });
     expect((await get(probe.port, '/health/ready')).body.details['job-queue'].status).toBe('up');
+    // The child's liveness, from before the dead letter to the end: it never goes down.
+    const live = sampleLiveness(probe);
 
     const { id } = await queue.producer.enqueue('report.poison', {});
     await waitFor(() => events.some((e) => e.kind === 'dead-lettered' && e.jobId === id), { message: 'the job to be dead-lettered' });
@@ -239,7 +268,6 @@ describe('health probes and backpressure', () => {
 
     const degraded = await waitFor(
       async () => {
-        expect((await get(probe.port, '/health/live')).status).toBe(200);
         const response = await get(probe.port, '/health/ready');
         return response.body?.details?.['job-queue']?.status === 'degraded' ? response : null;
       },
@@ -247,8 +275,155 @@ describe('health probes and backpressure', () => {
     );
     expect(degraded.status).toBe(200);
     expect(degraded.body.details['job-queue']).toMatchObject({ status: 'degraded', dead: 1 });
-    expect((await get(probe.port, '/health/live')).status).toBe(200);
+    await expectLiveThroughout(live);
     expect(poisoned).toEqual([id]);
+  });
+
+  describe('dead-letter alert above a threshold of one', () => {
+    /**
+     * The monitored app (in-process, it runs the handler) and a producer-only app on the same
+     * schema. Jobs come from the second one, so the first one's numbers change only when it
+     * reads them afresh from the database.
+     */
+    async function alertApps(schema: string, threshold: number) {
+      const source = await app({ schema, runWorker: false });
+      const queue = await app({ schema, workerId: `${schema}-worker`, deadLetterAlertThreshold: threshold, depthRefreshMs: 100 }, [
+        SwitchablePoisonHandler,
+      ]);
+      const events = collect(queue);
+      let waiting = 0;
+      return {
+        source,
+        queue,
+        events,
+        alerts: () => events.filter((e) => e.kind === 'dead-letter-alert'),
+        /** Enqueues `n` jobs of the switchable type and waits until the worker has dead-lettered them all. */
+        async deadLetter(n: number) {
+          const jobs = await source.producer.enqueueMany(Array.from({ length: n }, (_, i) => ({ type: 'report.dead-letter', payload: { i } })));
+          await waitFor(() => jobs.every((job) => events.some((e) => e.kind === 'dead-lettered' && e.jobId === job.id)), {
+            message: `${n} job(s) dead-lettered`,
+          });
+          return jobs.map((job) => job.id);
+        },
+        /**
+         * Readiness from a read of the database made after this call: a job nobody here handles is
+         * added from the other app, and readiness is probed until its depth counts it.
+         */
+        async freshReadiness() {
+          waiting++;
+          await source.producer.enqueue('report.waits', { waiting });
+          return waitFor(
+            async () => {
+              const details = await readiness(queue);
+              return details.depth === waiting ? details : null;
+            },
+            { message: `a fresh read counting ${waiting} waiting job(s)` },
+          );
+        },
+      };
+    }
+
+    beforeEach(() => {
+      deadLetters.on = true;
+    });
+
+    it('threshold 3: no alert at two dead letters; the third raises one event and one error log, and readiness degrades', async () => {
+      const { alerts, deadLetter, freshReadiness, queue } = await alertApps('hq_alert3', 3);
+      const logs = captureErrorLogs();
+      try {
+        await deadLetter(2);
+        for (let read = 0; read < 3; read++) {
+          expect(await freshReadiness()).toMatchObject({ status: 'up', dead: 2 });
+        }
+        expect(alerts()).toEqual([]);
+        expect(logs.errors.filter((line) => /dead-lettered in the last hour/.test(line))).toEqual([]);
+
+        await deadLetter(1);
+        const alert = await waitFor(
+          async () => {
+            await queue.health.isReady();
+            return alerts()[0];
+          },
+          { message: 'a dead-letter-alert event' },
+        );
+        expect(alert).toMatchObject({ kind: 'dead-letter-alert', count: 3 });
+        expect(await freshReadiness()).toMatchObject({ status: 'degraded', dead: 3 });
+        expect(alerts()).toHaveLength(1);
+        const alertLogs = logs.errors.filter((line) => /dead-lettered in the last hour/.test(line));
+        expect(alertLogs).toHaveLength(1);
+        expect(alertLogs[0]).toMatch(/^3 job\(s\) dead-lettered in the last hour \(alert threshold 3\)/);
+        expect(alertLogs[0]).toContain('report.dead-letter fails while switched on');
+      } finally {
+        logs.stop();
+      }
+    });
+
+    it('raises the alert once per crossing: not again for more dead letters or later reads, again after falling below', async () => {
+      const { alerts, deadLetter, freshReadiness, queue } = await alertApps('hq_alert_once', 3);
+      const first = await deadLetter(3);
+      await waitFor(
+        async () => {
+          await queue.health.isReady();
+          return alerts().length > 0;
+        },
+        { message: 'the first alert' },
+      );
+
+      // More dead letters, and reads over several refresh periods: still alerting, no new event.
+      await deadLetter(2);
+      for (let read = 0; read < 4; read++) {
+        expect(await freshReadiness()).toMatchObject({ status: 'degraded', dead: 5 });
+      }
+      expect(alerts()).toHaveLength(1);
+
+      // Replayed dead letters that now succeed take the count below the threshold: readiness recovers, silently.
+      deadLetters.on = false;
+      for (const id of first) await queue.admin.retryDead(id);
+      await waitFor(async () => (await Promise.all(first.map((id) => queue.admin.getJob(id)))).every((job) => job?.status === 'completed'), {
+        message: 'the replayed jobs to complete',
+      });
+      expect(await freshReadiness()).toMatchObject({ status: 'up', dead: 2 });
+      expect(alerts()).toHaveLength(1);
+
+      // Reaching it again is a new crossing: one more event.
+      deadLetters.on = true;
+      await deadLetter(1);
+      const second = await waitFor(
+        async () => {
+          await queue.health.isReady();
+          return alerts()[1];
+        },
+        { message: 'the second alert' },
+      );
+      expect(second).toMatchObject({ kind: 'dead-letter-alert', count: 3 });
+      expect(await freshReadiness()).toMatchObject({ status: 'degraded', dead: 3 });
+      expect(alerts()).toHaveLength(2);
+    });
+
+    it('raises the alert from its own periodic read when nothing probes readiness and nothing enqueues through it', async () => {
+      // Watched: producer-only, never probed, never enqueued through. Its periodic read runs every
+      // max(depthRefreshMs, 5 s); only that read can see the dead letters.
+      const watcher = await app({ schema: 'hq_alert_idle', runWorker: false, deadLetterAlertThreshold: 2, depthRefreshMs: 100 });
+      const watched = collect(watcher);
+      // The dead letters are made by another app, with its own monitor.
+      const worker = await app({ schema: 'hq_alert_idle', workerId: 'alert-idle-worker', deadLetterAlertThreshold: 1_000 }, [
+        SwitchablePoisonHandler,
+      ]);
+      const workerEvents = collect(worker);
+      const jobs = await worker.producer.enqueueMany([0, 1].map((i) => ({ type: 'report.dead-letter', payload: { i } })));
+      await waitFor(() => jobs.every((job) => workerEvents.some((e) => e.kind === 'dead-lettered' && e.jobId === job.id)), {
+        message: 'both jobs dead-lettered',
+      });
+
+      const alert = await waitFor(() => watched.find((e) => e.kind === 'dead-letter-alert'), {
+        timeoutMs: 15_000,
+        message: "the watcher's own periodic read to raise the alert",
+      });
+      expect(alert).toMatchObject({ kind: 'dead-letter-alert', count: 2 });
+      expect(watched.filter((e) => e.kind === 'dead-letter-alert')).toHaveLength(1);
+      expect(workerEvents.filter((e) => e.kind === 'dead-letter-alert')).toEqual([]);
+      expect(await readiness(watcher)).toMatchObject({ status: 'degraded', dead: 2 });
+    });
   });
 
   it('keeps liveness up but takes readiness down while the database is unreachable, and recovers', { timeout: 60_000 }, async () => {
@@ -263,10 +438,11 @@ describe('health probes and backpressure', () => {
       expect((await get(worker.port, '/health/ready')).status).toBe(200);
       expect((await get(worker.port, '/health/live')).status).toBe(200);
 
+      // Liveness, from before the cut until the queue works again: it never goes down.
+      const live = sampleLiveness(worker);
       await proxy.close();
       const down = await waitFor(
         async () => {
-          expect((await get(worker.port, '/health/live')).status).toBe(200);
           const response = await get(worker.port, '/health/ready');
           return response.status === 503 ? response : null;
         },
@@ -274,19 +450,14 @@ describe('health probes and backpressure', () => {
       );
       expect(down.body.details['job-queue'].status).toBe('down');
       expect(down.body.details['job-queue'].message).toMatch(/database/i);
-      // Still alive a few probes later, while the worker keeps failing to claim.
-      for (let n = 0; n < 5; n++) {
-        expect((await get(worker.port, '/health/ready')).status).toBe(503);
-        const live = await get(worker.port, '/health/live');
-        expect(live.status, JSON.stringify(live.body)).toBe(200);
-      }
+      // Still down a few probes later, while the worker keeps failing to claim (and, sampled, alive).
+      for (let n = 0; n < 5; n++) expect((await get(worker.port, '/health/ready')).status).toBe(503);
 
       await proxy.open(proxy.port);
       await waitFor(async () => (await get(worker.port, '/health/ready')).status === 200, {
         timeoutMs: 20_000,
         message: 'readiness to recover once the database is back',
       });
-      expect((await get(worker.port, '/health/live')).status).toBe(200);
       // And it works again: a job enqueued through it completes.
       const enqueued = await request(worker.port, 'POST', '/jobs', { type: 'fixture.work', payload: { ms: 1 } });
       expect(enqueued.status).toBe(201);
@@ -294,6 +465,7 @@ describe('health probes and backpressure', () => {
         async () => (await db.query(`SELECT status FROM hq_outage.jobs WHERE id = $1`, [enqueued.body.id]))[0]?.status === 'completed',
         { timeoutMs: 20_000, message: 'a job to complete after the outage' },
       );
+      await expectLiveThroughout(live);
       const exit = await worker.stop();
       expect(['code 0', 'SIGTERM']).toContain(exit.signal ?? `code ${exit.code}`);
     } finally {

@@ -1,4 +1,13 @@
-import { type DynamicModule, type INestApplicationContext, type LoggerService, type ModuleMetadata, type Provider, type Type } from '@nestjs/common';
+import {
+  ConsoleLogger,
+  type DynamicModule,
+  type INestApplicationContext,
+  Logger,
+  type LoggerService,
+  type ModuleMetadata,
+  type Provider,
+  type Type,
+} from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import {
   JobProducer,
@@ -22,6 +31,27 @@ export interface QueueApp {
 const quiet: LoggerService | undefined = process.env.AJQ_TEST_LOGS
   ? undefined
   : { log() {}, warn() {}, error() {}, debug() {}, verbose() {} };
+
+/**
+ * Records the messages Nest's loggers write at error level (the queue logs through them) until
+ * `stop()`, which puts the usual logger back. Nest's logger is one per process: boot the apps
+ * first (booting one sets the logger), then capture.
+ */
+export function captureErrorLogs(): { errors: string[]; stop(): void } {
+  const errors: string[] = [];
+  const usual: LoggerService = quiet ?? new ConsoleLogger();
+  Logger.overrideLogger({
+    log: (message, ...rest) => usual.log(message, ...rest),
+    warn: (message, ...rest) => usual.warn(message, ...rest),
+    debug: (message, ...rest) => usual.debug?.(message, ...rest),
+    verbose: (message, ...rest) => usual.verbose?.(message, ...rest),
+    error: (message, ...rest) => {
+      errors.push(String(message));
+      usual.error(message, ...rest);
+    },
+  });
+  return { errors, stop: () => Logger.overrideLogger(usual) };
+}
 
 /**
  * AJQ_TEST_LISTEN=false runs the whole suite without LISTEN (as behind a pooler in transaction
