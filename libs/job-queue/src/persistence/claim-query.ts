@@ -1,4 +1,5 @@
 import type { ClaimRequest } from './job.store.js';
+import { WAITING_SQL } from './job-status.js';
 
 /**
  * From this size (pages) on, a generic plan of the one-type claim has the shape every larger table
@@ -99,7 +100,7 @@ export class ClaimQuery {
     const lockClaimable = (type: string, cap: string, allowance: string, oldestOfKey = oldestOfKeyByProbe) => `
           SELECT capped.* FROM (
             SELECT j.ctid, j.id, j.priority, j.run_at FROM ${jobs} j
-            WHERE j.type = ${type} AND j.status IN ('pending', 'failed') AND j.run_at <= now()
+            WHERE j.type = ${type} AND j.status IN ${WAITING_SQL} AND j.run_at <= now()
               AND (j.ordering_key IS NULL OR ${oldestOfKey})
             ORDER BY j.priority DESC, j.run_at, j.id
             LIMIT ${cap}

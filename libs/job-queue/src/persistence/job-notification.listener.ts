@@ -1,7 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import type { EngineLogger } from '../base/logger.js';
-
 import type { JobNotification } from '../base/job-notification.js';
+import { channelOf } from './job-tables.js';
 
 /**
  * One LISTEN connection per process, held out of the DataSource's pool. It reconnects after a
@@ -21,7 +21,7 @@ export class JobNotificationListener {
     private readonly logger: EngineLogger,
     private readonly reconnectDelayMs = 1_000,
   ) {
-    this.channel = `auto_job_queue:${schema}`;
+    this.channel = channelOf(schema);
   }
 
   async start(): Promise<void> {

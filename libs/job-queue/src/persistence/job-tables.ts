@@ -1,0 +1,28 @@
+/** The module's tables in one schema, as statement texts name them, and its notification channel. */
+export interface JobTables {
+  readonly schema: string;
+  readonly jobs: string;
+  readonly types: string;
+  readonly starts: string;
+  readonly walk: string;
+  readonly effects: string;
+  /** channelOf(schema). */
+  readonly channel: string;
+}
+
+export function jobTables(schema: string): JobTables {
+  return {
+    schema,
+    jobs: `"${schema}".jobs`,
+    types: `"${schema}".job_types`,
+    starts: `"${schema}".job_starts`,
+    walk: `"${schema}".retention_walk`,
+    effects: `"${schema}".job_effects`,
+    channel: channelOf(schema),
+  };
+}
+
+/** The one channel every notification of the schema goes to (JobNotificationListener listens on it). */
+export function channelOf(schema: string): string {
+  return `auto_job_queue:${schema}`;
+}

@@ -1,0 +1,100 @@
+import type { JobTables } from './job-tables.js';
+import { attemptError } from './outcome.sql.js';
+
+/** The maintenance leader's statements: its lock, the lease reaper and retention. */
+export function maintenanceSql({ schema, jobs, starts, walk, channel }: JobTables) {
+  return {
+    /** Transaction-scoped: released at commit, so a dead leader never blocks the next one. */
+    tryMaintenanceLock: `SELECT pg_try_advisory_xact_lock(19025, hashtext('${schema}')) AS acquired`,
+
+    /**
+     * Takes back jobs whose worker stopped renewing. SKIP LOCKED plus the status recheck on the
+     * locked row make a concurrent renewal or completion win cleanly: such a row is skipped.
+     * The lost run counts as an attempt; a job out of attempts is dead-lettered.
+     */
+    reapExpiredLeases: `
+      WITH expired AS MATERIALIZED (
+        SELECT id FROM ${jobs}
+        WHERE status = 'processing' AND lease_expires_at < now()
+        ORDER BY lease_expires_at LIMIT $1
+        FOR UPDATE SKIP LOCKED
+      ), reaped AS (
+        SELECT j.id, 'worker lost: ' || COALESCE(j.worker_id, 'unknown worker') ||
+               ' stopped renewing its lease on attempt ' || j.attempts ||
+               ' (crashed, killed or stalled, running the job or holding it claimed before it started)' AS reason
+        FROM ${jobs} j JOIN expired USING (id)
+      )
+      UPDATE ${jobs} j
+      SET status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'failed' END,
+          dead_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
+          retry_after = CASE WHEN j.attempts >= j.max_attempts THEN NULL ELSE now() END,
+          run_at = now(), last_error = reaped.reason,
+          errors = j.errors || ${attemptError('j.attempts', 'j.worker_id', 'reaped.reason')},
+          lease_token = NULL, lease_expires_at = NULL
+      FROM reaped WHERE j.id = reaped.id AND j.status = 'processing'
+      RETURNING j.id::text AS id, j.type, j.status, j.worker_id, j.notify_on_finish`,
+
+    /** Wakes enqueueAndWait callers of jobs the reaper dead-lettered; it writes nothing. */
+    notifyFinished: `SELECT pg_notify('${channel}', 'finished:' || id) FROM unnest($1::bigint[]) AS id`,
+
+    /**
+     * The start log only matters within the longest rate window. Run by the maintenance leader only;
+     * a claim inserting meanwhile adds rows far too recent to match.
+     */
+    pruneStarts: `DELETE FROM ${starts} WHERE started_at < now() - $1 * interval '1 millisecond'`,
+
+    /**
+     * Retention of completed and cancelled jobs, without an index of them (each completion would
+     * pay for its entry): one chunk of the table in id order, the $2 rows after id $1, deleting
+     * those completed, or cancelled, more than $3 ms ago (cancelled by creation time). The pruner
+     * walks the table chunk by chunk and starts over once a chunk ends in rows created within the
+     * retention window: ids grow with creation time, so nothing beyond can have expired yet.
+     * Candidates are locked FOR UPDATE SKIP LOCKED, which rechecks status and age on the row's
+     * latest version: a row changed or held meanwhile (a concurrent retryDead) is left alone.
+     */
+    pruneFinishedChunk: `
+      WITH scanned AS MATERIALIZED (
+        SELECT id, status, created_at, completed_at FROM ${jobs} WHERE id > $1::bigint ORDER BY id LIMIT $2
+      ), doomed AS (
+        SELECT j.id FROM ${jobs} j
+        WHERE j.id = ANY (ARRAY(
+                SELECT id FROM scanned
+                WHERE (status = 'completed' AND completed_at < now() - $3 * interval '1 millisecond')
+                   OR (status = 'cancelled' AND created_at < now() - $3 * interval '1 millisecond')))
+          AND ((j.status = 'completed' AND j.completed_at < now() - $3 * interval '1 millisecond')
+               OR (j.status = 'cancelled' AND j.created_at < now() - $3 * interval '1 millisecond'))
+        FOR UPDATE SKIP LOCKED
+      ), deleted AS (
+        DELETE FROM ${jobs} j USING doomed WHERE j.id = doomed.id RETURNING j.status
+      ), last AS (
+        SELECT id, created_at FROM scanned ORDER BY id DESC LIMIT 1
+      )
+      SELECT (SELECT count(*) FROM scanned)::int AS scanned,
+             (SELECT id::text FROM last) AS last_id,
+             COALESCE((SELECT created_at >= now() - $3 * interval '1 millisecond' FROM last), false) AS reached_recent,
+             (SELECT count(*) FROM deleted WHERE status = 'completed')::int AS completed,
+             (SELECT count(*) FROM deleted WHERE status = 'cancelled')::int AS cancelled`,
+
+    /**
+     * Where the retention walk is, and whether its rest is over (by the database clock, which
+     * every process shares). Only the maintenance leader reads and writes it, under its
+     * transaction-scoped advisory lock, so the walk is one for all processes.
+     */
+    retentionWalk: `SELECT walked_to::text AS walked_to, rest_until <= now() AS due FROM ${walk}`,
+
+    /** Saves the walk's position and its rest (leader only, as above); recreates the row if someone deleted it. */
+    saveRetentionWalk: `
+      INSERT INTO ${walk} (only_row, walked_to, rest_until)
+      VALUES (true, $1::bigint, now() + $2 * interval '1 millisecond')
+      ON CONFLICT (only_row) DO UPDATE SET walked_to = EXCLUDED.walked_to, rest_until = EXCLUDED.rest_until`,
+
+    /** Dead letters past their age, oldest first, on the dead-letter index; SKIP LOCKED as above. */
+    pruneDead: `
+      WITH doomed AS (
+        SELECT id FROM ${jobs} WHERE status = 'dead' AND dead_at < now() - $1 * interval '1 millisecond'
+        ORDER BY dead_at LIMIT $2 FOR UPDATE SKIP LOCKED
+      ) DELETE FROM ${jobs} j USING doomed WHERE j.id = doomed.id`,
+  };
+}
+
+export type MaintenanceSql = ReturnType<typeof maintenanceSql>;

@@ -1,0 +1,139 @@
+import type { JobTables } from './job-tables.js';
+
+/** A one-element jsonb array holding one attempt's error, to append to a job's `errors`. */
+export const attemptError = (attempt: string, worker: string, error: string) =>
+  `jsonb_build_array(jsonb_build_object('attempt', ${attempt}, 'at', now(), 'workerId', ${worker}, 'error', ${error}))`;
+
+/**
+ * The rows of a batch this worker still holds: found on the primary key (`= ANY (ARRAY(…))`
+ * hides the array's size from the planner, so it never prefers a table scan or a status index
+ * full of dead entries), each still carrying the token this worker holds for it: the batch's
+ * usual token ($usual), or the one `$others` maps the id to (a claim gives all its jobs one
+ * token, so most of a batch shares one and the map stays small). The claim sets a token and
+ * everything that ends an attempt clears it; a CHECK ties it to 'processing'. So a matching
+ * token means: still this worker's, still running.
+ */
+const heldBy = (ids: string, others: string, usual: string) =>
+  `j.id = ANY (ARRAY(SELECT unnest(${ids}::bigint[]))) AND j.lease_token = COALESCE((${others}::jsonb ->> j.id::text)::uuid, ${usual}::uuid)`;
+
+/**
+ * The writes of a running attempt, each fenced by its lease token (or, for the effect ledger,
+ * deliberately not), and the start record of a rate-limited one.
+ */
+export function outcomeSql({ jobs, starts, effects, channel }: JobTables) {
+  /** Wraps a fenced UPDATE … RETURNING id, notify_on_finish: reports `applied` and notifies waiters. */
+  const finishing = (update: string) => `
+      WITH done AS (${update})
+      SELECT (SELECT count(*) FROM done)::int AS applied,
+             (SELECT count(*) FROM (SELECT pg_notify('${channel}', 'finished:' || id) FROM done
+                                    WHERE notify_on_finish) n)::int AS notified`;
+
+  return {
+    /**
+     * Fenced: applies only while this worker still holds the lease token. Notifies an
+     * enqueueAndWait caller, if the job has one, when the transaction commits. A job that returned
+     * nothing keeps a NULL result, as in completeMany.
+     */
+    complete: finishing(`
+      UPDATE ${jobs}
+      SET status = 'completed', completed_at = now(), result = NULLIF($3::jsonb, 'null'::jsonb),
+          lease_token = NULL, lease_expires_at = NULL
+      WHERE id = $1 AND lease_token = $2 AND status = 'processing'
+      RETURNING id, notify_on_finish`),
+
+    /**
+     * Many completions in one statement (the worker batches them under load), each fenced by its
+     * own lease token exactly like complete (heldBy: $4 the usual token, $2 the others by id; $3
+     * maps id → result, without the jobs that returned nothing). Returns the ids that did not
+     * apply (their lease was gone), as one comma-separated string, or NULL when all applied: the
+     * usual reply is one NULL, not every id, and the ids are only sorted out when some failed
+     * (a scalar subquery in a CASE branch runs only if that branch is taken).
+     */
+    completeMany: `
+      WITH done AS (
+        UPDATE ${jobs} j
+        SET status = 'completed', completed_at = now(), result = $3::jsonb -> (j.id::text),
+            lease_token = NULL, lease_expires_at = NULL
+        WHERE ${heldBy('$1', '$2', '$4')}
+        RETURNING j.id, j.notify_on_finish
+      ), notified AS (
+        SELECT pg_notify('${channel}', 'finished:' || id) FROM done WHERE notify_on_finish
+      )
+      SELECT CASE WHEN (SELECT count(*) FROM done) < cardinality($1::bigint[])
+                  THEN (SELECT string_agg(i::text, ',') FROM unnest($1::bigint[]) AS i WHERE i NOT IN (SELECT id FROM done))
+             END AS missed,
+             (SELECT count(*) FROM notified)::int AS notified`,
+
+    /** Fenced like complete; the retry time is computed by the database clock. */
+    scheduleRetry: `
+      UPDATE ${jobs}
+      SET status = 'failed', last_error = $3, errors = errors || ${attemptError('$4::int', '$5::text', '$3::text')},
+          run_at = now() + $6 * interval '1 millisecond', retry_after = now() + $6 * interval '1 millisecond',
+          lease_token = NULL, lease_expires_at = NULL
+      WHERE id = $1 AND lease_token = $2 AND status = 'processing'`,
+
+    /** Fenced like complete. */
+    deadLetter: finishing(`
+      UPDATE ${jobs}
+      SET status = 'dead', dead_at = now(), last_error = $3,
+          errors = errors || ${attemptError('$4::int', '$5::text', '$3::text')},
+          retry_after = NULL, lease_token = NULL, lease_expires_at = NULL
+      WHERE id = $1 AND lease_token = $2 AND status = 'processing'
+      RETURNING id, notify_on_finish`),
+
+    /**
+     * Hands jobs back unstarted (a drain, or prefetched jobs that waited too long), undoing the
+     * claim's attempt. Fenced per row, so a job already reclaimed by another worker is left alone.
+     * run_at is kept: the job goes back to its place in line, not behind what came since. Idle
+     * workers are woken in the same statement, so the wake-up is sent if and only if the release
+     * commits (the uncorrelated subquery in WHERE runs once, even when nothing was released).
+     */
+    release: `
+      WITH released AS (
+        UPDATE ${jobs} j
+        SET status = 'pending', attempts = GREATEST(j.attempts - 1, 0), worker_id = NULL, claimed_at = NULL,
+            lease_token = NULL, lease_expires_at = NULL
+        WHERE ${heldBy('$1', '$2', '$3')}
+        RETURNING j.id
+      ), notified AS (
+        SELECT pg_notify('${channel}', 'new') FROM (SELECT 1 FROM released LIMIT 1) AS any_released
+      )
+      SELECT id::text AS id FROM released WHERE (SELECT count(*) FROM notified) >= 0`,
+
+    /**
+     * Extends every lease this worker holds in one statement; fenced per row by token, so a lease
+     * another worker took over is not extended. Reports the status of leases no longer held.
+     */
+    renewLeases: `
+      WITH renewed AS (
+        UPDATE ${jobs} j SET lease_expires_at = now() + $3 * interval '1 millisecond'
+        WHERE ${heldBy('$1', '$2', '$4')}
+        RETURNING j.id
+      )
+      SELECT held.id::text AS id, (renewed.id IS NOT NULL) AS held,
+             CASE WHEN renewed.id IS NOT NULL THEN 'processing' ELSE (SELECT s.status FROM ${jobs} s WHERE s.id = held.id) END AS status
+      FROM unnest($1::bigint[]) AS held(id) LEFT JOIN renewed ON renewed.id = held.id`,
+
+    /**
+     * A rate-limited handler is about to start: its start moves from the provisional stamp the
+     * claim gave it (one window ahead, so it counted in every window meanwhile) to now, so a
+     * handler delayed on a busy machine counts where it really starts. Only claims read it (under
+     * the type's row lock). A start never made (the worker died first) stops counting two
+     * windows after its claim.
+     */
+    markStarted: `UPDATE ${starts} SET started_at = clock_timestamp() WHERE job_id = $1`,
+
+    /** Read of the effect ledger: a committed row means an earlier attempt finished that effect. */
+    findEffect: `SELECT result, true AS found FROM ${effects} WHERE job_id = $1 AND key = $2`,
+
+    /**
+     * Records an effect as done. Not fenced by the lease on purpose: the effect happened, and the
+     * next attempt must know it, whoever owns the job now. The first record of a key wins.
+     */
+    recordEffect: `
+      INSERT INTO ${effects} (job_id, key, result, attempt) VALUES ($1, $2, $3::jsonb, $4)
+      ON CONFLICT (job_id, key) DO NOTHING`,
+  };
+}
+
+export type OutcomeSql = ReturnType<typeof outcomeSql>;
