@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DataSource } from 'typeorm';
 import { JobHandler } from '../src/index.js';
-import { PostgresJobStore, type PostgresJobStoreSettings } from '../libs/job-queue/src/persistence/postgres-job.store.js';
+import { PostgresJobStore, storeSettings, type PostgresJobStoreSettings } from '../libs/job-queue/src/persistence/postgres-job.store.js';
+import { resolveJobQueueOptions } from '../libs/job-queue/src/options/resolve-options.js';
 import type { ClaimRequest, TypeClaim } from '../libs/job-queue/src/persistence/job.store.js';
 import { startQueueApp, type QueueApp } from './support/queue-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
@@ -61,7 +62,7 @@ describe('claim commits', () => {
     // One connection, so a setting left behind by a claim would show in the next statement.
     dataSource = new DataSource({ type: 'postgres', url: db.url, extra: { max: 1 } });
     await dataSource.initialize();
-    await new PostgresJobStore(dataSource, 'job_queue').registerTypes(['commit.limited']);
+    await new PostgresJobStore(dataSource, 'job_queue', WAITING).registerTypes(['commit.limited']);
   });
 
   afterAll(async () => {
@@ -71,7 +72,7 @@ describe('claim commits', () => {
   });
 
   /** Enqueues a job of each type, claims them in one request, and returns each claim's commit mode. */
-  async function claimModes(settings: PostgresJobStoreSettings | undefined, perType: TypeClaim[], flowControl = false): Promise<string[]> {
+  async function claimModes(settings: PostgresJobStoreSettings, perType: TypeClaim[], flowControl = false): Promise<string[]> {
     const enqueued = await api.producer.enqueueMany(perType.map(({ type }) => ({ type, payload: {} })));
     const claimed = await new PostgresJobStore(dataSource, 'job_queue', settings).claim(request(perType, flowControl));
     expect(claimed.map((job) => job.id).sort()).toEqual(enqueued.map((job) => job.id).sort());
@@ -83,7 +84,7 @@ describe('claim commits', () => {
   }
 
   it('waits for the flush by default and with synchronousClaims, in every form of claim', async () => {
-    expect(await claimModes(undefined, [oneOf('commit.default')])).toEqual(['on']);
+    expect(await claimModes(storeSettings(resolveJobQueueOptions({ dataSource })), [oneOf('commit.default')])).toEqual(['on']);
     expect(await claimModes(WAITING, [oneOf('commit.one')])).toEqual(['on']);
     expect(await claimModes({ prepare: false, synchronousClaims: true }, [oneOf('commit.unprepared')])).toEqual(['on']);
     expect(await claimModes(WAITING, [oneOf('commit.a'), oneOf('commit.b')])).toEqual(['on', 'on']);

@@ -47,7 +47,7 @@ describe('when the server ends a connection the engine is using', () => {
   }
 
   it('a maintenance transaction fails with an error, the process goes on, and the next one works', async () => {
-    const store = new PostgresJobStore(dataSource, 'job_queue');
+    const store = new PostgresJobStore(dataSource, 'job_queue', { prepare: true, synchronousClaims: true });
     let terminated = 0;
     const pass = store.asMaintenanceLeader(async () => {
       terminated = await terminateIdleInTransaction();

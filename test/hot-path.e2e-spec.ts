@@ -312,7 +312,7 @@ describe('hot path statements', () => {
     const dataSource = new DataSource({ type: 'postgres', url: db.url, extra: { max: 1, idleTimeoutMillis: 0 } });
     await dataSource.initialize();
     try {
-      const store = new PostgresJobStore(dataSource, 'job_queue');
+      const store = new PostgresJobStore(dataSource, 'job_queue', { prepare: true, synchronousClaims: true });
       const claimOne = async () => {
         const claimed = await store.claim(request([{ type: 'hot.growing', limit: 1, maxAttempts: 3 }]));
         for (const job of claimed) expect(job.id).toMatch(/^\d+$/);
@@ -493,7 +493,7 @@ describe('hot path statements', () => {
         const deadline = Date.now() + 20_000;
         await Promise.all(
           sources.map(async (source) => {
-            const store = new PostgresJobStore(source, 'job_queue');
+            const store = new PostgresJobStore(source, 'job_queue', { prepare: true, synchronousClaims: true });
             while (completed < items.length) {
               if (Date.now() > deadline) throw new Error(`only ${completed} of ${items.length} jobs completed`);
               const claimed = await store.claim(request([{ type: 'hot.ordered', limit: 3, maxAttempts: 3 }]));
@@ -545,7 +545,7 @@ describe('hot path statements', () => {
       await db.query(`TRUNCATE job_queue.jobs CASCADE`);
       if (form === 'large-table') await history(4_500);
       const source = await new DataSource({ type: 'postgres', url: db.url, extra: { max: 2 } }).initialize();
-      const store = new PostgresJobStore(source, 'job_queue');
+      const store = new PostgresJobStore(source, 'job_queue', { prepare: true, synchronousClaims: true });
       const types: TypeClaim[] = [{ type: 'hot.late', limit: 5, maxAttempts: 3 }];
       if (form === 'multi-type') types.push({ type: 'hot.other', limit: 5, maxAttempts: 3 });
       const late = new pg.Client({ connectionString: db.url });

@@ -14,7 +14,7 @@ import { resolveJobQueueOptions } from './options/resolve-options.js';
 import { unknownOptionKeys } from './options/unknown-options.js';
 import { JobQueueMonitor } from './maintenance/job-queue.monitor.js';
 import { JobNotificationHub } from './notifications/job-notification.hub.js';
-import { PostgresJobStore } from './persistence/postgres-job.store.js';
+import { PostgresJobStore, storeSettings } from './persistence/postgres-job.store.js';
 import { Backpressure } from './producer/backpressure.js';
 import { JobProducer } from './producer/job.producer.js';
 import { JobQueueOrchestrator } from './orchestrator/job-queue.orchestrator.js';
@@ -47,10 +47,7 @@ import { JobQueueOrchestrator } from './orchestrator/job-queue.orchestrator.js';
     {
       provide: JOB_STORE,
       useFactory: (connection: JobQueueConnection, options: ResolvedJobQueueOptions) =>
-        new PostgresJobStore(connection.dataSource, options.schema, {
-          prepare: options.listen,
-          synchronousClaims: options.synchronousClaims,
-        }),
+        new PostgresJobStore(connection.dataSource, options.schema, storeSettings(options)),
       inject: [JobQueueConnection, JOB_QUEUE_OPTIONS],
     },
     HealthIndicatorService,
