@@ -51,6 +51,21 @@ async function getJson(port: number, path: string): Promise<{ status: number; bo
   return { status: response.status, body };
 }
 
+/**
+ * Checks `invariant` every 25 ms for `ms`: a stretch in which something must not happen, long
+ * enough for a process that does it wrongly to have done it. A failed expect ends it at once.
+ */
+async function throughout(ms: number, invariant: () => Promise<void>, message: string): Promise<void> {
+  const until = performance.now() + ms;
+  await waitFor(
+    async () => {
+      await invariant();
+      return performance.now() >= until;
+    },
+    { timeoutMs: ms + 15_000, message },
+  );
+}
+
 describe('SIGTERM and SIGKILL on real worker processes', () => {
   let db: TestDatabase;
   let producer: QueueApp;
@@ -68,6 +83,9 @@ describe('SIGTERM and SIGKILL on real worker processes', () => {
       [jobId],
     );
   }
+
+  /** Lets `gate`'s jobs finish (the fixture handler holds a job with `gate` until then). */
+  const openGate = (gate: string) => db.query(`INSERT INTO fixture_gates (name) VALUES ($1)`, [gate]);
 
   async function jobRow(id: string) {
     const [row] = await db.query(
@@ -91,11 +109,13 @@ describe('SIGTERM and SIGKILL on real worker processes', () => {
     await db?.drop();
   });
 
-  it('drains a 2 s job to completion while readiness is down and liveness still answers, claiming nothing new', async () => {
+  it('drains a running job to completion while readiness is down and liveness still answers, claiming nothing new', async () => {
     const a = await worker({ workerId: 'drain-a', httpPort: 0 });
     expect((await getJson(a.worker.port, '/health/ready')).status).toBe(200);
-    const { id } = await producer.producer.enqueue('fixture.work', { ms: 2_000, recordAbort: true });
-    await waitFor(async () => (await invocations(id)).length === 1, { message: 'the 2 s job to start' });
+    // It runs until the test opens its gate: whatever the machine's speed, it is still running
+    // through every check of the drain below.
+    const { id } = await producer.producer.enqueue('fixture.work', { gate: 'drain-a', recordAbort: true });
+    await waitFor(async () => (await invocations(id)).length === 1, { message: 'the held job to start' });
 
     a.worker.kill('SIGTERM');
     const ready = await waitFor(
@@ -103,7 +123,7 @@ describe('SIGTERM and SIGKILL on real worker processes', () => {
         const response = await getJson(a.worker.port, '/health/ready');
         return response.status === 503 ? response : null;
       },
-      { timeoutMs: 1_500, message: 'readiness to go down after SIGTERM' },
+      { message: 'readiness to go down after SIGTERM' },
     );
     // Enqueued once the process has reacted to the signal (a job enqueued before the child's event
     // loop even saw the signal may fairly be claimed): its notification and the polls must not claim it.
@@ -118,7 +138,15 @@ describe('SIGTERM and SIGKILL on real worker processes', () => {
     // into 503 `shutting_down`: that is Terminus, not the queue's indicator.
     expect(live.body.details?.['job-queue']?.status, `liveness during the drain: ${JSON.stringify(live.body)}`).toBe('up');
     if (live.status !== 200) expect({ status: live.status, overall: live.body.status }).toEqual({ status: 503, overall: 'shutting_down' });
+    // Five of its poll intervals and any notification later, the draining process has still not claimed the late job.
+    await throughout(
+      1_000,
+      async () => expect(await jobRow(late.id), 'the job enqueued during the drain').toMatchObject({ status: 'pending', worker_id: null }),
+      'the drain to go on for a second',
+    );
+    expect((await invocations(id))[0].finished_at).toBeNull();
 
+    await openGate('drain-a');
     const exit = await waitFor(a.exit, { timeoutMs: 15_000, message: 'the worker to exit after its drain' });
     expectCleanExit(a, exit);
 
@@ -135,8 +163,9 @@ describe('SIGTERM and SIGKILL on real worker processes', () => {
 
   it('releases a job that outlives drainTimeoutMs back to pending, aborted, for another worker to run', async () => {
     const b = await worker({ workerId: 'drain-b', drainTimeoutMs: 1_000 });
-    const { id } = await producer.producer.enqueue('fixture.work', { ms: 30_000, recordAbort: true });
-    await waitFor(async () => (await invocations(id)).length === 1, { message: 'the 30 s job to start' });
+    // Held by a gate the test never opens: only the drain's timeout can end it.
+    const { id } = await producer.producer.enqueue('fixture.work', { gate: 'drain-b', recordAbort: true });
+    await waitFor(async () => (await invocations(id)).length === 1, { message: 'the held job to start' });
     expect(await jobRow(id)).toMatchObject({ status: 'processing', attempts: 1, worker_id: 'drain-b' });
 
     b.worker.kill('SIGTERM');
@@ -159,17 +188,24 @@ describe('SIGTERM and SIGKILL on real worker processes', () => {
 
   it('ignores a second SIGTERM during the drain: the job still completes once and the exit is clean', async () => {
     const d = await worker({ workerId: 'drain-d', httpPort: 0 });
-    const { id } = await producer.producer.enqueue('fixture.work', { ms: 2_000, recordAbort: true });
-    await waitFor(async () => (await invocations(id)).length === 1, { message: 'the 2 s job to start' });
+    const { id } = await producer.producer.enqueue('fixture.work', { gate: 'drain-d', recordAbort: true });
+    await waitFor(async () => (await invocations(id)).length === 1, { message: 'the held job to start' });
 
     d.worker.kill('SIGTERM');
-    await waitFor(async () => (await getJson(d.worker.port, '/health/ready')).status === 503, {
-      timeoutMs: 1_500,
-      message: 'the drain to begin',
-    });
+    await waitFor(async () => (await getJson(d.worker.port, '/health/ready')).status === 503, { message: 'the drain to begin' });
     d.worker.kill('SIGTERM');
-    expect((await invocations(id))[0].finished_at).toBeNull();
+    // The second signal changes nothing: the process stays up, draining, its job running.
+    await throughout(
+      500,
+      async () => {
+        expect(d.exit(), 'exit after the second SIGTERM').toBeNull();
+        expect((await invocations(id))[0]).toMatchObject({ finished_at: null, aborted: null });
+      },
+      'the second SIGTERM to be handled',
+    );
+    expect((await getJson(d.worker.port, '/health/ready')).status).toBe(503);
 
+    await openGate('drain-d');
     const exit = await waitFor(d.exit, { timeoutMs: 15_000, message: 'the worker to exit after its drain' });
     expectCleanExit(d, exit);
     expect(await jobRow(id)).toMatchObject({ status: 'completed', attempts: 1, worker_id: 'drain-d' });
