@@ -102,6 +102,14 @@ describe('leases, reclaims and fencing', () => {
     );
   }
 
+  /** Who claimed and released `id`, in order, as the claim_log trigger saw it (see beforeAll). */
+  async function claimHistory(id: string) {
+    return db.query<{ worker_id: string | null; status: string; attempts: number }>(
+      `SELECT worker_id, status, attempts FROM claim_log WHERE job_id = $1 ORDER BY seq`,
+      [id],
+    );
+  }
+
   async function statusIs(id: string, status: string, timeoutMs = 20_000) {
     return waitFor(async () => ((await jobRow(id))?.status === status ? jobRow(id) : null), {
       timeoutMs,
@@ -113,6 +121,17 @@ describe('leases, reclaims and fencing', () => {
     db = await createTestDatabase(inject('adminUrl'));
     // Producer-only, in this process: it migrates the schema and enqueues; it never reaps.
     api = await startQueueApp(db.url, { runWorker: false });
+    // Every change of a job's worker (a claim, a hand-back, a reclaim), kept, so a test can tell
+    // what happened between two of its polls.
+    await db.query(`
+      CREATE TABLE claim_log (seq bigserial PRIMARY KEY, job_id bigint NOT NULL, worker_id text, status text NOT NULL, attempts int NOT NULL);
+      CREATE FUNCTION log_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        INSERT INTO claim_log (job_id, worker_id, status, attempts) VALUES (NEW.id, NEW.worker_id, NEW.status, NEW.attempts);
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER log_claim AFTER UPDATE OF worker_id ON job_queue.jobs FOR EACH ROW
+        WHEN (OLD.worker_id IS DISTINCT FROM NEW.worker_id) EXECUTE FUNCTION log_claim();`);
   });
   afterAll(async () => {
     gates.openAll();
@@ -124,8 +143,8 @@ describe('leases, reclaims and fencing', () => {
 
   it('a job whose worker process is SIGKILLed mid-run is completed by another process once the lease expires', async () => {
     const a = await child('lease-a');
-    // Long enough that worker A cannot finish before it is killed; short enough for B to finish it.
-    const { id } = await api.producer.enqueue('fixture.work', { ms: 4_000 });
+    // Held until the test opens its gate: worker A cannot finish it before it is killed.
+    const { id } = await api.producer.enqueue('fixture.work', { gate: 'lease-sigkill' });
     await waitFor(async () => (await invocations(id)).length === 1, { message: 'worker A running the job' });
 
     a.kill('SIGKILL');
@@ -133,6 +152,8 @@ describe('leases, reclaims and fencing', () => {
     const orphaned = await jobRow(id);
     expect(orphaned).toMatchObject({ status: 'processing', attempts: 1, worker_id: 'lease-a' });
 
+    // B's run finishes at once.
+    await db.query(`INSERT INTO fixture_gates (name) VALUES ('lease-sigkill')`);
     const b = await child('lease-b');
     const done = await statusIs(id, 'completed', 30_000);
     expect(done).toMatchObject({ status: 'completed', attempts: 2, worker_id: 'lease-b', result: { worker: 'lease-b', attempt: 2 } });
@@ -286,10 +307,15 @@ describe('leases, reclaims and fencing', () => {
     await waitFor(() => hung.every((id) => ranBy.has(id)), { message: 'A running both hanging jobs' });
     const tailHeldByA = () =>
       db.query<{ id: string }>(`SELECT id FROM job_queue.jobs WHERE id = ANY($1::bigint[]) AND worker_id = 'hang-a'`, [tail]);
-    // Claimed behind the hanging jobs, some of the tail waits in A's buffer.
-    await waitFor(async () => (await tailHeldByA()).length > 0, { timeoutMs: 500, message: 'some of the tail claimed by A' });
+    // Claimed behind the hanging jobs, some of the tail waits in A's buffer (seen in the claim
+    // log, however briefly it stayed there before this test looked).
+    await waitFor(
+      async () =>
+        (await db.query(`SELECT 1 FROM claim_log WHERE job_id = ANY($1::bigint[]) AND worker_id = 'hang-a' LIMIT 1`, [tail])).length > 0,
+      { message: 'some of the tail claimed by A' },
+    );
 
-    await waitFor(async () => (await tailHeldByA()).length === 0, { timeoutMs: 5_000, message: 'A handing the tail back' });
+    await waitFor(async () => (await tailHeldByA()).length === 0, { timeoutMs: 10_000, message: 'A handing the tail back' });
     const handedBack = await db.query(`SELECT status, attempts, worker_id, claimed_at FROM job_queue.jobs WHERE id = ANY($1::bigint[])`, [tail]);
     for (const row of handedBack) expect(row).toMatchObject({ status: 'pending', attempts: 0, worker_id: null, claimed_at: null });
 
@@ -349,8 +375,9 @@ describe('leases, reclaims and fencing', () => {
     expect(await jobRow(third)).toMatchObject({ status: 'pending', attempts: 0, worker_id: null });
 
     await app('mixed-b', {}, [fastAndSlowHandlers('b')]);
-    // Long before A's renewals would hand it back, had A claimed it.
-    await waitFor(() => ranBy.get(third) === 'b', { timeoutMs: 5_000, message: 'B running the third slow job' });
+    await waitFor(() => ranBy.get(third) === 'b', { message: 'B running the third slow job' });
+    // A never claimed it (not even for a while, to hand it back at a renewal): B's claim is its only one.
+    expect(await claimHistory(third)).toEqual([{ worker_id: 'mixed-b', status: 'processing', attempts: 1 }]);
     gates.open(`a:${second}`);
     gates.open(`b:${third}`);
     for (const [id, by] of [
