@@ -23,14 +23,14 @@ export function turnedAway(rows: readonly unknown[][]): boolean {
  *
  * Every job a claim takes gets the claim's own token, a fresh random UUID: a job appears at most
  * once in a claim, so (id, token) names one attempt of one job, which is all fencing needs, and
- * the server generates no UUID per row (that was a tenth of the claim's CPU).
+ * the server generates no UUID per row.
  *
  * Each type's jobs are taken by a LATERAL subquery whose LIMIT comes from the type's row, which
  * the planner cannot see: on its own it would assume a tenth of the backlog gets locked, and on a
- * backlog of about 100,000 jobs of a type that estimate passes `jit_above_cost`, so PostgreSQL
- * would spend half a second JIT-compiling every claim. So the locking query is capped by $3, a
- * parameter each custom plan knows, and the type's own LIMIT sits outside it. Execution pulls
- * rows on demand, so only the rows the outer LIMIT takes are locked.
+ * long backlog that estimate passes `jit_above_cost`, so PostgreSQL would JIT-compile every claim.
+ * So the locking query is capped by $3, a parameter each custom plan knows, and the type's own
+ * LIMIT sits outside it. Execution pulls rows on demand, so only the rows the outer LIMIT takes
+ * are locked. What each of these choices saves: docs/decisions/0041-claim-statement-costs.md.
  *
  * FOR UPDATE SKIP LOCKED means two workers never lock the same row, and the status is rechecked on
  * the locked row version, so a job is claimed once; the MATERIALIZED CTE fences the LIMITs from
@@ -115,7 +115,7 @@ export class ClaimQuery {
         LIMIT $3`;
     /**
      * Takes the picked jobs: attempt counted, fresh lease token. The rows are fetched by the tuple
-     * ids the lock returned (a TID scan: no index descent per row, a tenth of the claim's CPU).
+     * ids the lock returned (a TID scan: no index descent per row).
      * That is safe because a locked version cannot change or move before this statement ends. In
      * one rare case the update skips a row: someone else updated the row between this statement's
      * snapshot and the lock, and the row is still claimable. The lock then returns the newer
@@ -231,10 +231,10 @@ export class ClaimQuery {
    * The claim for one type without flow control, its locking query capped by the literal `cap`
    * (a power of 4, at least the claim's limit) rather than a parameter. Its estimates then depend
    * on no parameter's value, so PostgreSQL keeps one generic plan for a named statement instead of
-   * planning every claim anew (planning was a third of a one-job claim's time); the cap bounds
-   * that plan's cost, so it never crosses `jit_above_cost` however large the backlog. Use the
-   * `smallTable` form while the table has fewer than LARGE_TABLE_PAGES pages: once the table is
-   * larger it claims nothing and returns the single row `turnedAway` tests for.
+   * planning every claim anew; the cap bounds that plan's cost, so it never crosses
+   * `jit_above_cost` however large the backlog. Use the `smallTable` form while the table has
+   * fewer than LARGE_TABLE_PAGES pages: once the table is larger it claims nothing and returns the
+   * single row `turnedAway` tests for.
    */
   oneType(cap: number, smallTable: boolean): string {
     const key = `${cap}:${smallTable}`;

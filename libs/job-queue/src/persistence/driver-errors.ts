@@ -50,6 +50,7 @@ export function isUnavailable(error: unknown): boolean {
  * or StoreRefusedDataError (the driver's error as `cause`), or the error unchanged when it is
  * neither (a constraint violated, a syntax error). Our own errors pass unchanged, and so do
  * TypeORM's own (a query runner already released, say), which say nothing about the database.
+ * Where the store calls it: docs/decisions/0040-store-typed-errors.md.
  */
 export function toStoreError(error: unknown): unknown {
   if (error instanceof JobQueueError || (error instanceof TypeORMError && !(error instanceof QueryFailedError))) return error;

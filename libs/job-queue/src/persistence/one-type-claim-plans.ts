@@ -2,8 +2,8 @@ import { monotonicNow } from '../base/monotonic-clock.js';
 import { LARGE_TABLE_PAGES } from './claim-query.js';
 
 /**
- * Claims above this many jobs are planned each time. The cap keeps a generic plan cheap: a 4,096
- * cap costs about a thirtieth of `jit_above_cost` on a long backlog.
+ * Claims above this many jobs are planned each time. The cap keeps a generic plan's cost far below
+ * `jit_above_cost` on any backlog.
  */
 const MAX_CAP = 4_096;
 /** How often the table's size is read again while claims run (in the background). */
@@ -12,9 +12,8 @@ const RESIZE_EVERY_MS = 1_000;
 const MAX_GENERATIONS = 20;
 /**
  * The guarded form needs this much hash memory (work_mem × hash_mem_multiplier, in kB): its
- * ordering-key set, from a table under 64 pages, is then always hashed (as the planner counts it,
- * at most about 600 kB with 8 kB pages and 2.4 MB with 32 kB ones). With less, PostgreSQL may
- * compare each keyed job with the whole set.
+ * ordering-key set, from a table under 64 pages, is then always hashed, whatever the block size.
+ * With less, PostgreSQL may compare each keyed job with the whole set.
  */
 const MIN_HASH_MEM_KB = 4_096;
 
