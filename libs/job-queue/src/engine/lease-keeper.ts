@@ -2,6 +2,7 @@ import type { JobStore, Lease } from '../persistence/job.store.js';
 import type { JobStatus } from '../persistence/job-status.js';
 import type { EngineLogger } from '../base/logger.js';
 import { monotonicNow } from '../base/monotonic-clock.js';
+import { MAX_TIMER_MS } from './max-timer.js';
 
 /** A lease the keeper renews, with the last time the database confirmed it. */
 export interface HeldLease extends Lease {
@@ -16,22 +17,15 @@ export interface LeaseHolder {
   handBackWaiting(waitedMs: number): Promise<number>;
 }
 
-/**
- * A claimed job not started after this long (at least a second) is handed back instead of renewed
- * again: the buffer holds about 100 ms of work, so the job's wait says this worker cannot start it
- * soon. The floor keeps a very short lease from handing back jobs a healthy worker is about to run.
- */
+/** A very short lease must not hand back jobs a healthy worker is about to run. */
 const HAND_BACK_FLOOR_MS = 1_000;
-/** setTimeout's longest delay. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
- * Renews every lease this worker holds in one statement per pass (run it every leaseMs/3).
- * Leases the database no longer grants are reported; if the database cannot be reached (the
- * renewal fails, or is still out), a lease not confirmed for a whole leaseMs is presumed lost,
- * since the reaper may already have taken it.
- * After renewing, it has the holder hand back the jobs it has not started leaseMs/3 (at least 1 s)
- * after their claim, so renewals never keep a job waiting on a worker that cannot run it.
+ * Renews every lease the worker holds, one statement per pass (every leaseMs/3), and reports those
+ * the database no longer grants. While the database is unreachable, a lease not confirmed for a
+ * whole leaseMs is presumed lost: the reaper may have taken it. After renewing, the holder hands
+ * back jobs still not started leaseMs/3 (at least 1 s) after their claim: the buffer holds about
+ * 100 ms of work, so such a wait means this worker cannot start them soon.
  */
 export class LeaseKeeper {
   private readonly handBackAfterMs: number;
