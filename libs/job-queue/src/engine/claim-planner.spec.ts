@@ -2,6 +2,11 @@ import { describe, expect, it } from 'vitest';
 import type { ClaimRequest } from '../persistence/job.store.js';
 import { ClaimPlanner, rateWindowMs, type TypeCapacity, type WorkerLoad } from './claim-planner.js';
 
+/** A planner as the worker makes one: no transactional limit and no prefetch unless given. */
+function plannerOf(concurrency: number, types: readonly TypeCapacity[], workerId: string, leaseMs: number, transactionalCapacity = Infinity, prefetch = 0) {
+  return new ClaimPlanner({ workerId, leaseMs, concurrency, transactionalCapacity, prefetch }, types);
+}
+
 /** The running-only load the planner saw before prefetch existed. */
 function load(running: number, runningByType: ReadonlyMap<string, number>, runningTransactional = 0): WorkerLoad {
   return { running, runningByType, runningTransactional, buffered: 0, bufferedByType: new Map() };
@@ -13,7 +18,7 @@ const types: TypeCapacity[] = [
   { type: 'image.resize', concurrency: 4, maxAttempts: 1 },
 ];
 const inFlight = (entries: Record<string, number> = {}) => new Map(Object.entries(entries));
-const planner = () => new ClaimPlanner(5, types, 'worker-a', 30_000);
+const planner = () => plannerOf(5, types, 'worker-a', 30_000);
 
 /** The per-type requests keyed by type; the planner may order them as it likes. */
 function limits(plan: ClaimRequest | null): Record<string, number> {
@@ -68,12 +73,12 @@ describe('ClaimPlanner', () => {
   });
 
   it('returns null when every type is at capacity although slots are free', () => {
-    const small = new ClaimPlanner(10, [{ type: 'email.send', concurrency: 2, maxAttempts: 3 }], 'worker-a', 30_000);
+    const small = plannerOf(10, [{ type: 'email.send', concurrency: 2, maxAttempts: 3 }], 'worker-a', 30_000);
     expect(small.plan(load(2, inFlight({ 'email.send': 2 })))).toBeNull();
   });
 
   it('returns null when there are no handler types', () => {
-    expect(new ClaimPlanner(10, [], 'worker-a', 30_000).plan(load(0, inFlight()))).toBeNull();
+    expect(plannerOf(10, [], 'worker-a', 30_000).plan(load(0, inFlight()))).toBeNull();
   });
 
   describe('transactional types', () => {
@@ -84,19 +89,19 @@ describe('ClaimPlanner', () => {
     ];
 
     it('share the transactional capacity between them; other types are unaffected', () => {
-      const plan = new ClaimPlanner(10, mixed, 'worker-a', 30_000, 3).plan(load(0, inFlight(), 0));
+      const plan = plannerOf(10, mixed, 'worker-a', 30_000, 3).plan(load(0, inFlight(), 0));
       const byType = limits(plan);
       expect((byType['ledger.post'] ?? 0) + (byType['stock.move'] ?? 0)).toBe(3);
       expect(byType['email.send']).toBe(5);
     });
 
     it('are omitted while the transactional capacity is used up', () => {
-      const plan = new ClaimPlanner(10, mixed, 'worker-a', 30_000, 3).plan(load(3, inFlight({ 'ledger.post': 3 }), 3));
+      const plan = plannerOf(10, mixed, 'worker-a', 30_000, 3).plan(load(3, inFlight({ 'ledger.post': 3 }), 3));
       expect(limits(plan)).toEqual({ 'email.send': 5 });
     });
 
     it('take turns for a scarce capacity, so no transactional type starves', () => {
-      const scarce = new ClaimPlanner(10, mixed, 'worker-a', 30_000, 1);
+      const scarce = plannerOf(10, mixed, 'worker-a', 30_000, 1);
       const served = new Set<string>();
       for (let i = 0; i < mixed.length; i++) {
         const plan = scarce.plan(load(0, inFlight(), 0));
@@ -108,7 +113,7 @@ describe('ClaimPlanner', () => {
     });
 
     it('have no extra limit by default', () => {
-      const plan = new ClaimPlanner(10, mixed, 'worker-a', 30_000).plan(load(0, inFlight()));
+      const plan = plannerOf(10, mixed, 'worker-a', 30_000).plan(load(0, inFlight()));
       expect(limits(plan)).toEqual({ 'ledger.post': 5, 'stock.move': 5, 'email.send': 5 });
     });
   });
@@ -116,7 +121,7 @@ describe('ClaimPlanner', () => {
 
 describe('ClaimPlanner flow limits', () => {
   it('passes rate limits (with the safety margin) and global concurrency through to the claim', () => {
-    const planner = new ClaimPlanner(
+    const planner = plannerOf(
       10,
       [
         { type: 'partner.call', concurrency: 10, maxAttempts: 3, rateLimit: { max: 20, perMs: 1000 }, globalConcurrency: 2 },
@@ -143,7 +148,7 @@ describe('ClaimPlanner with prefetch', () => {
     { type: 'a', concurrency: 10, maxAttempts: 3 },
     { type: 'b', concurrency: 5, maxAttempts: 3 },
   ];
-  const planner = (concurrency = 10, types = twoTypes) => new ClaimPlanner(concurrency, types, 'w', 30_000, Infinity, 20);
+  const planner = (concurrency = 10, types = twoTypes) => plannerOf(concurrency, types, 'w', 30_000, Infinity, 20);
   const loaded = (running: Record<string, number>, buffered: Record<string, number>): WorkerLoad => ({
     running: Object.values(running).reduce((a, b) => a + b, 0),
     runningByType: new Map(Object.entries(running)),
@@ -202,7 +207,7 @@ describe('ClaimPlanner with prefetch', () => {
       { type: 'stock.move', concurrency: 10, maxAttempts: 3, transactional: true },
       { type: 'email.send', concurrency: 10, maxAttempts: 3 },
     ];
-    const withConnections = new ClaimPlanner(10, types, 'w', 30_000, 7, 20);
+    const withConnections = plannerOf(10, types, 'w', 30_000, 7, 20);
     const load = (prefetch: number, buffered: Record<string, number>): WorkerLoad => ({
       ...loaded({ 'ledger.post': 7 }, buffered),
       runningTransactional: 7,

@@ -1,4 +1,16 @@
+import type { RegisteredHandler } from '../base/registered-handler.js';
 import type { ClaimRequest, TypeClaim } from '../persistence/job.store.js';
+
+export interface ClaimSettings {
+  readonly workerId: string;
+  readonly leaseMs: number;
+  /** Attempts running at once in this worker, all types together. */
+  readonly concurrency: number;
+  /** Transactional attempts at once, at most (each holds a pooled connection); Infinity when none is transactional. */
+  readonly transactionalCapacity: number;
+  /** Claimed jobs held beyond the running ones, at most (0: claim only for free slots). */
+  readonly prefetch: number;
+}
 
 export interface TypeCapacity {
   type: string;
@@ -21,46 +33,51 @@ export interface WorkerLoad {
   bufferedByType: ReadonlyMap<string, number>;
   /** How many claimed jobs to keep waiting now (at most the configured prefetch). */
   prefetch?: number;
-  /**
-   * Each type's share of the buffer now, at most: what its own slots start in about 100 ms
-   * (PrefetchSizer). Absent: each type's share of `prefetch` alone.
-   */
+  /** Each type's share of the buffer now, at most (PrefetchSizer); absent: its share of `prefetch` alone. */
   prefetchByType?: ReadonlyMap<string, number>;
 }
 
+/** What the planner needs of a handler. */
+export function typeCapacity(handler: RegisteredHandler): TypeCapacity {
+  return {
+    type: handler.type,
+    concurrency: handler.concurrency,
+    maxAttempts: handler.maxAttempts,
+    transactional: handler.transactional,
+    rateLimit: handler.rateLimit,
+    globalConcurrency: handler.globalConcurrency,
+    circuitBreaker: handler.circuitBreaker !== null,
+  };
+}
+
 /**
- * Rate windows are checked a quarter wider than configured (at most a second more): a handler
- * starts a little after its claim, later still on a loaded machine, and those delays must not
- * crowd more than `max` starts into any `perMs` window. The price is up to a fifth of the rate.
+ * Rate windows are checked a quarter wider (at most a second more): a handler starts a little
+ * after its claim, and those delays must not crowd more than `max` starts into any `perMs`.
+ * See docs/decisions/0012-rate-limit-window.md.
  */
 export function rateWindowMs(perMs: number): number {
   return perMs + Math.min(1_000, Math.ceil(perMs / 4));
 }
 
 /**
- * Turns free capacity into a claim request. Without prefetch: the free slots, each type's free
- * slots under its own limit, and, for transactional types together, the connections the pool can
- * spare. With prefetch, the worker also keeps up to `prefetch` claimed jobs waiting locally, each
- * type in proportion to its concurrency (transactional ones, together, up to the spare
- * connections plus `prefetch`), so a fast stream of jobs needs few claim round trips. A type's
- * share (what waits beyond its free slots, for its own slots) is also capped by prefetchByType, so
- * a slow type beside fast ones keeps no jobs waiting here that another worker could start now.
+ * Turns free capacity into a claim request: the free slots, each type's under its own limit and,
+ * for transactional types together, under the spare connections; plus the buffer's room, shared
+ * by the types in proportion to their concurrency and capped by each type's own share
+ * (prefetchByType), so a slow type keeps no jobs waiting here that another worker could start.
  */
 export class ClaimPlanner {
   private rotation = 0;
+  private readonly concurrency: number;
+  private readonly maxPrefetch: number;
   private readonly flowControl: boolean;
   private readonly transactionalTypes: readonly string[];
 
   constructor(
-    private readonly concurrency: number,
+    private readonly settings: ClaimSettings,
     private readonly types: readonly TypeCapacity[],
-    private readonly workerId: string,
-    private readonly leaseMs: number,
-    /** Transactional jobs in flight at once, at most; Infinity when no limit applies. */
-    private readonly transactionalCapacity: number = Infinity,
-    /** Claimed jobs this worker may hold beyond its running ones, at most. */
-    private readonly maxPrefetch = 0,
   ) {
+    this.concurrency = settings.concurrency;
+    this.maxPrefetch = settings.prefetch;
     this.flowControl = types.some((t) => t.rateLimit || t.globalConcurrency || t.circuitBreaker);
     this.transactionalTypes = types.filter((t) => t.transactional).map((t) => t.type);
   }
@@ -76,7 +93,7 @@ export class ClaimPlanner {
     // prefetch: beyond that, a buffered one would wait for a connection, not for a slot.
     let bufferedTransactional = 0;
     for (const type of this.transactionalTypes) bufferedTransactional += load.bufferedByType.get(type) ?? 0;
-    let transactionalFree = this.transactionalCapacity - load.runningTransactional - bufferedTransactional + prefetch;
+    let transactionalFree = this.settings.transactionalCapacity - load.runningTransactional - bufferedTransactional + prefetch;
     // Rotate which transactional type gets the shared connections first, so none starves.
     const offset = this.types.length > 0 ? this.rotation++ % this.types.length : 0;
     const ordered = [...this.types.slice(offset), ...this.types.slice(0, offset)];
@@ -103,6 +120,6 @@ export class ClaimPlanner {
       }
     }
     if (perType.length === 0) return null;
-    return { workerId: this.workerId, leaseMs: this.leaseMs, limit: free, perType, flowControl: this.flowControl };
+    return { workerId: this.settings.workerId, leaseMs: this.settings.leaseMs, limit: free, perType, flowControl: this.flowControl };
   }
 }

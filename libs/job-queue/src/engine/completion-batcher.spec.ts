@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { JobStore, Lease } from '../persistence/job.store.js';
 import { DEFAULT_PREFETCH } from '../options/defaults.js';
+import { StoreRefusedDataError } from '../errors/store-refused-data.error.js';
 import { CompletionBatcher, MAX_COMPLETION_BATCH, MAX_COMPLETION_RESULT_CHARS } from './completion-batcher.js';
 
 /** A store double whose completeMany the test releases by hand, recording each batch. */
@@ -30,6 +31,10 @@ function gatedStore(owned: Set<string>) {
 }
 
 const lease = (id: string): Lease => ({ id, leaseToken: `t-${id}` });
+/** What the store throws for a value the database refuses (here jsonb nested too deep). */
+const refusal = () => new StoreRefusedDataError(Object.assign(new Error('stack depth limit exceeded'), { code: '54001' }));
+/** The driver's error behind a store error, or the error itself. */
+const driverError = (error: Error) => (error instanceof StoreRefusedDataError ? (error.cause as Error) : error);
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('CompletionBatcher', () => {
@@ -199,9 +204,7 @@ describe('CompletionBatcher, when the database refuses one result', () => {
     const store = {
       async completeMany(items: ReadonlyArray<{ lease: Lease; resultJson: string }>) {
         batches.push(items.map((i) => i.lease.id));
-        if (items.some((i) => i.resultJson === '"bad"')) {
-          throw Object.assign(new Error('stack depth limit exceeded'), { code: '54001' });
-        }
+        if (items.some((i) => i.resultJson === '"bad"')) throw refusal();
         return new Set<string>();
       },
     } as unknown as JobStore;
@@ -214,7 +217,7 @@ describe('CompletionBatcher, when the database refuses one result', () => {
     const outcomes = ['a', 'b', 'c'].map((id) =>
       batcher.complete(lease(id), id === 'b' ? '"bad"' : 'null').then(
         (applied) => `applied:${applied}`,
-        (error: { code?: string }) => `failed:${error.code}`,
+        (error: Error) => `failed:${(driverError(error) as { code?: string }).code}`,
       ),
     );
     expect(await Promise.all(outcomes)).toEqual(['applied:true', 'failed:54001', 'applied:true']);
@@ -226,15 +229,13 @@ describe('CompletionBatcher, when the database refuses one result', () => {
     const store = {
       async completeMany(items: ReadonlyArray<{ lease: Lease; resultJson: string }>) {
         batches.push(items.map((i) => i.lease.id));
-        if (items.length > 1 || items[0].resultJson === '"bad"') {
-          throw Object.assign(new Error('stack depth limit exceeded'), { code: '54001' });
-        }
+        if (items.length > 1 || items[0].resultJson === '"bad"') throw refusal();
         throw new Error('Connection terminated unexpectedly');
       },
     } as unknown as JobStore;
     const batcher = new CompletionBatcher(store);
     const outcomes = ['a', 'b', 'c', 'd'].map((id) =>
-      batcher.complete(lease(id), id === 'a' ? '"bad"' : 'null').then(String, (error: Error) => error.message),
+      batcher.complete(lease(id), id === 'a' ? '"bad"' : 'null').then(String, (error: Error) => driverError(error).message),
     );
     expect(await Promise.all(outcomes)).toEqual([
       'stack depth limit exceeded',

@@ -1,17 +1,14 @@
 import type { JobStore, Lease } from '../persistence/job.store.js';
-import { isRefusedData } from './write-failure.js';
+import { StoreRefusedDataError } from '../errors/store-refused-data.error.js';
 
 /**
- * Completions per statement, at most. Well above one claim's worth (the default prefetch ceiling
- * plus the free slots), so a fast stream completes each claimed batch in one statement, not a
- * full one and a handful: every statement is a commit, and with a cap of 500 under a 500 prefetch
- * a drain sent two for most claims.
+ * Completions per statement, at most: above a claim's worth (the prefetch ceiling plus the free
+ * slots), so each claimed batch completes in one commit. See docs/decisions/0007-completion-batching.md.
  */
 export const MAX_COMPLETION_BATCH = 2_000;
 /**
- * Result text per statement, at most (results travel as one jsonb value, which PostgreSQL caps at
- * 256 MB): a batch of large results is split before it could fail as a whole, and again on every
- * retry of it. A single result larger than this still goes alone.
+ * Result text per statement, at most: results travel as one jsonb value, which PostgreSQL caps, so
+ * a batch of large results is split before it could fail as a whole. A larger result goes alone.
  */
 export const MAX_COMPLETION_RESULT_CHARS = 32 * 1024 * 1024;
 
@@ -40,16 +37,12 @@ export class CompletionBatcher {
     return new Promise((resolve, reject) => this.add({ lease, resultJson, settled: resolve, failed: reject }));
   }
 
-  /**
-   * Queues a completion that is told its outcome through its own methods: no promise per job,
-   * which matters on a worker completing tens of thousands of short jobs a second.
-   */
+  /** Queues a completion that is told its outcome through its own methods: no promise per job. */
   add(completion: PendingCompletion): void {
     this.queue.push(completion);
     if (this.flushing) return;
-    // The write starts once the current run of synchronous work is over (a microtask, no timer):
-    // a worker that just ran a batch of short jobs one after another completes them in one
-    // statement, not the first alone and the rest in the next.
+    // The write starts once the current synchronous run is over (a microtask, no timer): a batch
+    // of short jobs run back to back completes in one statement.
     this.flushing = true;
     queueMicrotask(() => void this.flush());
   }
@@ -65,7 +58,7 @@ export class CompletionBatcher {
         } catch (error) {
           failure = error;
         }
-        if (!missed && batch.length > 1 && isRefusedData(failure)) {
+        if (!missed && batch.length > 1 && failure instanceof StoreRefusedDataError) {
           // One result the database refuses (nested too deep for jsonb, say) fails the statement
           // for all: each is written alone, so only its own completion hears the refusal.
           await this.completeOneByOne(batch);
@@ -99,7 +92,7 @@ export class CompletionBatcher {
           missed = await this.store.completeMany([item]);
         } catch (error) {
           failure = error;
-          if (!isRefusedData(error)) sharedFailure = error;
+          if (!(error instanceof StoreRefusedDataError)) sharedFailure = error;
         }
       }
       try {
@@ -112,11 +105,8 @@ export class CompletionBatcher {
   }
 
   /**
-   * The next statement's completions, in arrival order: at most MAX_COMPLETION_BATCH, at most
-   * MAX_COMPLETION_RESULT_CHARS of results, and at most one per job. Two attempts of one job can
-   * both be here (its lease lost, the job reclaimed by this same worker, both finishing at once);
-   * the later one waits for the next statement, so each is fenced by its own token and learns its
-   * own outcome.
+   * The next statement's completions, in arrival order, within the caps, and one per job: a stale
+   * attempt of a job this worker claimed again waits for the next statement, fenced by its own token.
    */
   private takeBatch(): PendingCompletion[] {
     const batch: PendingCompletion[] = [];

@@ -5,6 +5,9 @@ import type { JobStatus } from '../persistence/job-status.js';
 import type { EngineLogger } from '../base/logger.js';
 import type { EventSink, JobQueueEvent } from '../events/job-queue-event.js';
 import { handlerStub } from '../base/registered-handler.stub.js';
+import { StoreRefusedDataError } from '../errors/store-refused-data.error.js';
+import { StoreUnavailableError } from '../errors/store-unavailable.error.js';
+import type { CompletionBatcher } from './completion-batcher.js';
 import { OutcomeRecorder } from './outcome-recorder.js';
 import { RetryPolicy } from './retry-policy.js';
 
@@ -76,6 +79,21 @@ class FakeStore {
 }
 
 const handler = handlerStub({ maxAttempts: 5 });
+/** What the store throws while the database is away. */
+const unavailable = (message: string) => new StoreUnavailableError(new Error(message));
+
+/** Completions written one statement each, so the fake store sees each `complete`. */
+function unbatched(fake: FakeStore): Pick<CompletionBatcher, 'complete' | 'add'> {
+  return {
+    complete: (lease, resultJson) => fake.complete(lease, resultJson),
+    add: (completion) => {
+      fake.complete(completion.lease, completion.resultJson).then(
+        (applied) => completion.settled(applied),
+        (error: unknown) => completion.failed(error),
+      );
+    },
+  };
+}
 
 function claimed(attempt: number, maxAttempts = 3): ClaimedJob {
   return {
@@ -107,7 +125,7 @@ function newRecorder({ afterPause, leaseMs }: { afterPause?: () => void; leaseMs
     sleeps.push(ms);
     afterPause?.();
   };
-  return new OutcomeRecorder(store as unknown as JobStore, new RetryPolicy(() => 0.5), sink, logger, 'worker-a', undefined, pause, leaseMs);
+  return new OutcomeRecorder(store as unknown as JobStore, unbatched(store), new RetryPolicy(() => 0.5), sink, logger, 'worker-a', leaseMs ?? 30_000, pause);
 }
 
 beforeEach(() => {
@@ -197,7 +215,7 @@ describe('OutcomeRecorder', () => {
 
   describe('when the store fails transiently', () => {
     it('retries the write after a pause and then records it', async () => {
-      store.failures.push(new Error('connection terminated'));
+      store.failures.push(unavailable('connection terminated'));
       await recorder.record(claimed(1), handler, { kind: 'succeeded', resultJson: '1' });
       expect(store.calls).toEqual(['complete', 'complete']);
       expect(sleeps).toEqual([100]);
@@ -206,7 +224,7 @@ describe('OutcomeRecorder', () => {
     });
 
     it('retries a retry-scheduling write with the same delay', async () => {
-      store.failures.push(new Error('timeout'), new Error('timeout'));
+      store.failures.push(unavailable('timeout'), unavailable('timeout'));
       await recorder.record(claimed(2), handler, { kind: 'failed', error: 'x', permanent: false });
       expect(store.calls).toEqual(['scheduleRetry', 'scheduleRetry', 'scheduleRetry']);
       expect(sleeps).toEqual([100, 250]);
@@ -214,7 +232,7 @@ describe('OutcomeRecorder', () => {
     });
 
     it('reports lease-lost when the write lands after the lease moved on', async () => {
-      store.failures.push(new Error('connection terminated'));
+      store.failures.push(unavailable('connection terminated'));
       store.rows.set('7', { status: 'processing', leaseToken: 'token-b' });
       await recorder.record(claimed(1), handler, { kind: 'succeeded', resultJson: '1' });
       expect(store.calls).toEqual(['complete', 'complete']);
@@ -222,7 +240,7 @@ describe('OutcomeRecorder', () => {
     });
 
     it('gives up after its retries without throwing, logs an error, and emits nothing', async () => {
-      for (let i = 0; i < 20; i++) store.failures.push(new Error('database is away'));
+      for (let i = 0; i < 20; i++) store.failures.push(unavailable('database is away'));
       await expect(recorder.record(claimed(1), handler, { kind: 'succeeded', resultJson: '1' })).resolves.toBeUndefined();
       expect(store.calls).toHaveLength(6);
       expect(sleeps).toEqual([100, 250, 500, 1_000, 2_000]);
@@ -235,7 +253,7 @@ describe('OutcomeRecorder', () => {
 
   describe('when the store fails for longer, while the attempt holds its lease', () => {
     it('keeps retrying, each pause at most 2 s, until the write lands', async () => {
-      for (let i = 0; i < 8; i++) store.failures.push(new Error('database is away'));
+      for (let i = 0; i < 8; i++) store.failures.push(unavailable('database is away'));
       const held = { mayKeepWriting: true };
       await recorder.record(claimed(1), handler, { kind: 'failed', error: 'x', permanent: true }, held);
       expect(store.calls).toHaveLength(9);
@@ -246,7 +264,7 @@ describe('OutcomeRecorder', () => {
     });
 
     it('gives up after leaseMs at most, even while renewals keep the lease (one write failing, the database up)', async () => {
-      for (let i = 0; i < 50; i++) store.failures.push(new Error('Query read timeout'));
+      for (let i = 0; i < 50; i++) store.failures.push(unavailable('Query read timeout'));
       recorder = newRecorder({ leaseMs: 0 });
       await recorder.record(claimed(1), handler, { kind: 'succeeded', resultJson: '1' }, { mayKeepWriting: true });
       expect(store.calls).toHaveLength(6);
@@ -254,7 +272,7 @@ describe('OutcomeRecorder', () => {
     });
 
     it('gives up once the lease is presumed lost, and logs an error', async () => {
-      for (let i = 0; i < 50; i++) store.failures.push(new Error('database is away'));
+      for (let i = 0; i < 50; i++) store.failures.push(unavailable('database is away'));
       const held = { mayKeepWriting: true };
       // The lease keeper presumes the lease lost during the tenth pause.
       recorder = newRecorder({ afterPause: () => sleeps.length === 10 && (held.mayKeepWriting = false) });
@@ -267,7 +285,7 @@ describe('OutcomeRecorder', () => {
   });
 
   describe('when the database refuses a write itself', () => {
-    const refused = () => Object.assign(new Error('stack depth limit exceeded'), { code: '54001' });
+    const refused = () => new StoreRefusedDataError(Object.assign(new Error('stack depth limit exceeded'), { code: '54001' }));
 
     it('records a success whose result it refused as a failed attempt, with the reason', async () => {
       store.failures.push(refused());
@@ -281,6 +299,13 @@ describe('OutcomeRecorder', () => {
     });
 
     it('gives up on any other refused write after the usual few tries, lease held or not', async () => {
+      for (let i = 0; i < 20; i++) store.failures.push(refused());
+      await recorder.record(claimed(2), handler, { kind: 'failed', error: 'x', permanent: false }, { mayKeepWriting: true });
+      expect(store.calls).toHaveLength(6);
+      expect(logs.error).toHaveLength(1);
+    });
+
+    it('gives up on a write failing for another reason (a bug) after the usual few tries, lease held or not', async () => {
       for (let i = 0; i < 20; i++) store.failures.push(Object.assign(new Error('syntax error'), { code: '42601' }));
       await recorder.record(claimed(2), handler, { kind: 'failed', error: 'x', permanent: false }, { mayKeepWriting: true });
       expect(store.calls).toHaveLength(6);

@@ -1,14 +1,14 @@
+import type { EngineLogger } from '../base/logger.js';
+import { monotonicNow } from '../base/monotonic-clock.js';
 import type { RegisteredHandler } from '../base/registered-handler.js';
+import { StoreRefusedDataError } from '../errors/store-refused-data.error.js';
+import { StoreUnavailableError } from '../errors/store-unavailable.error.js';
+import type { EventSink } from '../events/job-queue-event.js';
 import type { ClaimedJob, JobStore } from '../persistence/job.store.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import type { CompletionBatcher, PendingCompletion } from './completion-batcher.js';
-import { DEFAULT_LEASE_MS } from '../options/defaults.js';
 import { describeError } from './describe-error.js';
-import { monotonicNow } from '../base/monotonic-clock.js';
-import type { EngineLogger } from '../base/logger.js';
-import type { EventSink } from '../events/job-queue-event.js';
 import type { RetryPolicy } from './retry-policy.js';
-import { isRefusedData, isTransient } from './write-failure.js';
 
 /** Pauses between tries of a failed write; the last one repeats. */
 const WRITE_RETRY_DELAYS_MS = [100, 250, 500, 1_000, 2_000];
@@ -20,28 +20,26 @@ export interface HeldAttempt {
 }
 
 /**
- * Writes an attempt's outcome with the lease as proof of ownership. A write the store refuses
- * means another owner (or a cancel) took the job: the result is discarded, visibly. A write that
- * fails because the database is away is retried for as long as the attempt holds its lease (the
- * lease keeper renews it meanwhile, and presumes it lost leaseMs after its last confirmed
- * renewal), and for leaseMs at most, so a short outage costs no attempt a rerun. Without a held attempt
- * to watch, once it is interrupted or a drain has timed out, or when the database refused the
- * write itself, a write gives up after a few tries. Then the lease expires and the reaper takes
- * the job back, so it is still not lost.
+ * Writes an attempt's outcome with the lease as proof of ownership. A write that does not apply
+ * means another owner (or a cancel) took the job: the result is discarded, visibly. A write the
+ * store could not make for now (StoreUnavailableError) is retried while the attempt holds its
+ * lease, and for leaseMs at most, so a short outage costs no rerun; otherwise (interrupted, a
+ * drain timed out, any other error) it gives up after a few tries, and the lease's expiry brings
+ * the job back.
  */
 export class OutcomeRecorder {
   private retryScheduled: ((delayMs: number) => void) | null = null;
 
   constructor(
     private readonly store: JobStore,
+    private readonly completions: Pick<CompletionBatcher, 'complete' | 'add'>,
     private readonly retryPolicy: RetryPolicy,
     private readonly events: EventSink,
     private readonly logger: EngineLogger,
     private readonly workerId: string,
-    private readonly completions: Pick<CompletionBatcher, 'complete' | 'add'> = unbatched(store),
+    /** A write retried for a held lease gives up after this long at most. */
+    private readonly leaseMs: number,
     private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
-    /** The worker's leaseMs: a write retried for a held lease gives up after this long at most. */
-    private readonly leaseMs: number = DEFAULT_LEASE_MS,
   ) {}
 
   /** Tells `listener` the delay of each retry written (one listener: the worker). */
@@ -60,9 +58,8 @@ export class OutcomeRecorder {
   }
 
   /**
-   * A success, the hot path, in steps a worker drives without a promise per job: the completion
-   * joins the next batched, fenced write as it is; when it hears the outcome, the worker follows
-   * with completionWritten (written, or the lease gone) or retryCompletion (the write failed).
+   * A success, the hot path, without a promise per job: the completion joins the next batched,
+   * fenced write as it is, and follows with completionWritten or retryCompletion when it hears back.
    */
   recordSuccess(completion: PendingCompletion): void {
     this.completions.add(completion);
@@ -79,9 +76,9 @@ export class OutcomeRecorder {
   }
 
   /**
-   * A success whose first write failed (the database away): retried with backoff, as every
-   * outcome is. If the database refused the result itself (nested too deep for jsonb, say), no
-   * retry would land: the attempt is recorded as failed instead, with the reason.
+   * A success whose first write failed: retried with backoff, as every outcome is. A result the
+   * database refused (nested too deep for jsonb, say) would never land: the attempt is recorded
+   * as failed instead, with the reason.
    */
   async retryCompletion(
     job: ClaimedJob,
@@ -90,8 +87,8 @@ export class OutcomeRecorder {
     held?: HeldAttempt,
     failure?: unknown,
   ): Promise<void> {
-    if (isRefusedData(failure)) {
-      const error = `handler result could not be stored: ${describeError(failure)}`;
+    if (failure instanceof StoreRefusedDataError) {
+      const error = `handler result could not be stored: ${describeError(failure.cause)}`;
       return this.recordOther(job, handler, { kind: 'failed', error, permanent: false }, held);
     }
     if (await this.write(job, () => this.completions.complete(job, resultJson), held, 1)) {
@@ -183,8 +180,8 @@ export class OutcomeRecorder {
         if (!applied) this.leaseLost(job);
         return applied;
       } catch (error) {
-        // Only a failure that may pass (the database away) is worth retrying for a whole lease.
-        const keepTrying = held?.mayKeepWriting === true && isTransient(error) && monotonicNow() < keepTryingUntil;
+        // Only a failure that may pass is worth retrying for a whole lease.
+        const keepTrying = held?.mayKeepWriting === true && error instanceof StoreUnavailableError && monotonicNow() < keepTryingUntil;
         if (!keepTrying && tries >= WRITE_RETRY_DELAYS_MS.length) {
           this.logger.error(
             `Could not record the outcome of job ${job.id} (${job.type}): ${(error as Error)?.message}. ` +
@@ -203,17 +200,4 @@ export class OutcomeRecorder {
     );
     this.events.emit({ kind: 'lease-lost', jobId: job.id, type: job.type, attempt: job.attempt, workerId: this.workerId });
   }
-}
-
-/** Completions written one statement each, when no batcher is given. */
-function unbatched(store: JobStore): Pick<CompletionBatcher, 'complete' | 'add'> {
-  return {
-    complete: (lease, resultJson) => store.complete(lease, resultJson),
-    add: (completion) => {
-      store.complete(completion.lease, completion.resultJson).then(
-        (applied) => completion.settled(applied),
-        (error: unknown) => completion.failed(error),
-      );
-    },
-  };
 }

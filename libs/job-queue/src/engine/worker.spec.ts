@@ -1,164 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { handlerStub } from '../base/registered-handler.stub.js';
-import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
-import type { RegisteredHandler } from '../base/registered-handler.js';
-import type { ClaimedJob, ClaimRequest, JobStore, Lease } from '../persistence/job.store.js';
-import { CompletionBatcher } from './completion-batcher.js';
-import { EffectLedger } from './effect-ledger.js';
-import type { EngineLogger } from '../base/logger.js';
 import type { JobQueueEvent } from '../events/job-queue-event.js';
-import { JobRunner } from './job-runner.js';
-import { OutcomeRecorder } from './outcome-recorder.js';
-import { RetryPolicy } from './retry-policy.js';
-import { Worker } from './worker.js';
-
-/**
- * A store double holding jobs in memory: claims hand out what the test queued, with a fresh token
- * each, and every post-claim write is fenced by the token like the real statements. Completion
- * writes wait at a gate the test opens, so it can act while they are in flight.
- */
-class ScriptedStore {
-  readonly waiting: ClaimedJob[] = [];
-  /** The token each job's current lease holds (absent: not running). */
-  readonly leases = new Map<string, string>();
-  readonly completed: string[] = [];
-  readonly released: string[] = [];
-  readonly started: string[] = [];
-  /** While set, every completion write fails (the database away); counts the tries. */
-  failCompletions = false;
-  /** This many release calls fail before one goes through. */
-  failReleases = 0;
-  completionTries = 0;
-  private claims = 0;
-  private gate: Promise<void> | null = null;
-  private openGate: (() => void) | null = null;
-  private startGate: Promise<void> | null = null;
-  private openStartGate: (() => void) | null = null;
-
-  queue(...ids: string[]): void {
-    for (const id of ids) this.waiting.push({ id, type: 'unit.job', payload: { id }, attempt: 1, maxAttempts: 3, idempotencyKey: null, leaseToken: '' });
-  }
-
-  holdCompletions(): void {
-    this.gate = new Promise((resolve) => (this.openGate = resolve));
-  }
-
-  releaseCompletions(): void {
-    this.openGate?.();
-    this.gate = null;
-  }
-
-  holdStarts(): void {
-    this.startGate = new Promise((resolve) => (this.openStartGate = resolve));
-  }
-
-  releaseStarts(): void {
-    this.openStartGate?.();
-    this.startGate = null;
-  }
-
-  async claim(request: ClaimRequest): Promise<ClaimedJob[]> {
-    const token = `claim-${++this.claims}`;
-    const taken = this.waiting.splice(0, request.limit);
-    for (const job of taken) this.leases.set(job.id, token);
-    return taken.map((job) => ({ ...job, leaseToken: token }));
-  }
-
-  /** Returns the ids whose lease was gone, as the real store does. */
-  async completeMany(items: ReadonlyArray<{ lease: Lease; resultJson: string }>): Promise<Set<string>> {
-    await this.gate;
-    this.completionTries++;
-    if (this.failCompletions) throw new Error('connection refused');
-    const missed = new Set<string>();
-    for (const { lease } of items) {
-      if (this.leases.get(lease.id) !== lease.leaseToken) {
-        missed.add(lease.id);
-        continue;
-      }
-      this.leases.delete(lease.id);
-      this.completed.push(lease.id);
-    }
-    return missed;
-  }
-
-  async complete(lease: Lease, resultJson: string): Promise<boolean> {
-    return !(await this.completeMany([{ lease, resultJson }])).has(lease.id);
-  }
-
-  async release(leases: readonly Lease[]): Promise<string[]> {
-    if (this.failReleases > 0) {
-      this.failReleases--;
-      throw new Error('connection refused');
-    }
-    const released = leases.filter((lease) => this.leases.get(lease.id) === lease.leaseToken).map((lease) => lease.id);
-    for (const id of released) this.leases.delete(id);
-    this.released.push(...released);
-    return released;
-  }
-
-  async markStarted(jobId: string): Promise<void> {
-    await this.startGate;
-    this.started.push(jobId);
-  }
-
-  async renewLeases(): Promise<never[]> {
-    return [];
-  }
-}
-
-const quietLogger: EngineLogger = { log: () => undefined, warn: () => undefined, error: () => undefined };
-const tick = () => new Promise((resolve) => setImmediate(resolve));
-const workers: Worker[] = [];
-
-function setup(
-  handler: RegisteredHandler,
-  settings: { concurrency?: number; prefetch?: number; pollIntervalMs?: number; now?: () => number; writePause?: () => Promise<unknown> } = {},
-) {
-  const store = new ScriptedStore();
-  const registry = new JobHandlerRegistry();
-  registry.register(handler);
-  const events: Array<Omit<JobQueueEvent, 'at'>> = [];
-  const sink = { emit: (event: Omit<JobQueueEvent, 'at'>) => events.push(event) };
-  const jobStore = store as unknown as JobStore;
-  const recorder = new OutcomeRecorder(jobStore, new RetryPolicy(), sink, quietLogger, 'w-unit', new CompletionBatcher(jobStore), async () => {
-    await settings.writePause?.();
-  });
-  const runner = new JobRunner(jobStore, new EffectLedger(jobStore, quietLogger), async () => {
-    throw new Error('not used');
-  });
-  const worker = new Worker(
-    { workerId: 'w-unit', concurrency: settings.concurrency ?? 4, pollIntervalMs: settings.pollIntervalMs ?? 20, leaseMs: 30_000, prefetch: settings.prefetch ?? 0 },
-    jobStore,
-    registry,
-    runner,
-    recorder,
-    quietLogger,
-    settings.now,
-  );
-  workers.push(worker);
-  return { store, worker, events };
-}
-
-/** Counts the claim loop's decisions whether to claim, so a test can wait for some to pass. */
-function countDecisions(worker: Worker): () => number {
-  const target = worker as unknown as { wantsToClaim(): boolean };
-  const decide = target.wantsToClaim.bind(worker);
-  let decisions = 0;
-  target.wantsToClaim = () => (decisions++, decide());
-  return () => decisions;
-}
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    if (condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+import { countDecisions, drainWorkers, ScriptedStore, tick, until, workerOn } from './scripted-store.stub.js';
+import type { Worker } from './worker.js';
 
 /** A started worker that polls an hour apart, past its claim at start; `claimedAt`: each claim's performance.now(). */
 async function idleWorker(): Promise<{ worker: Worker; claimedAt: number[] }> {
-  const { store, worker } = setup(handlerStub({ type: 'unit.job', concurrency: 4, invoke: () => null }), { pollIntervalMs: 600_000 });
+  const { store, worker } = workerOn(handlerStub({ type: 'unit.job', concurrency: 4, invoke: () => null }), { pollIntervalMs: 600_000 });
   const claimedAt: number[] = [];
   const claim = store.claim.bind(store);
   store.claim = (request) => (claimedAt.push(performance.now()), claim(request));
@@ -206,7 +54,7 @@ function claimedIds(store: ScriptedStore): string[][] {
 function withClaimAheadOut(whileAheadIsOut: (worker: Worker, ahead: readonly string[]) => void) {
   const ran: string[] = [];
   let fired = false;
-  const { store, worker } = setup(
+  const { store, worker } = workerOn(
     handlerStub({
       type: 'unit.job',
       concurrency: 4,
@@ -226,9 +74,7 @@ function withClaimAheadOut(whileAheadIsOut: (worker: Worker, ahead: readonly str
   return { store, ran, claims };
 }
 
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((worker) => worker.drain(100)));
-});
+afterEach(drainWorkers);
 
 describe('Worker', () => {
   it('at a drain timeout interrupts only handlers still running; a finished one whose write is in flight keeps its lease and is recorded', async () => {
@@ -239,7 +85,7 @@ describe('Worker', () => {
       invoke: (payload) =>
         (payload as { id: string }).id === 'slow' ? new Promise<void>((resolve) => (releaseSlow = resolve)) : undefined,
     });
-    const { store, worker } = setup(handler);
+    const { store, worker } = workerOn(handler);
     store.holdCompletions();
     store.queue('quick', 'slow');
     worker.start();
@@ -261,7 +107,7 @@ describe('Worker', () => {
 
   it('retries a failing completion write while the lease is held; after a drain timeout it gives up, and the drain ends', async () => {
     const handler = handlerStub({ type: 'unit.job', concurrency: 4 });
-    const { store, worker } = setup(handler, { writePause: tick });
+    const { store, worker } = workerOn(handler, { writePause: tick });
     store.failCompletions = true;
     store.queue('a');
     worker.start();
@@ -275,7 +121,7 @@ describe('Worker', () => {
 
   it('a job claimed again while its stale attempt’s completion is in flight: only the new attempt’s write applies', async () => {
     const handler = handlerStub({ type: 'unit.job', concurrency: 4 });
-    const { store, worker, events } = setup(handler);
+    const { store, worker, events } = workerOn(handler);
     store.holdCompletions();
     store.queue('7');
     worker.start();
@@ -299,7 +145,7 @@ describe('Worker', () => {
       rateLimit: { max: 100, perMs: 1_000 },
       invoke: (payload) => void ran.push((payload as { id: string }).id),
     });
-    const { store, worker } = setup(handler);
+    const { store, worker } = workerOn(handler);
     store.holdStarts();
     store.queue('9');
     worker.start();
@@ -314,7 +160,7 @@ describe('Worker', () => {
 
   it('a listener that throws while its completion is settled does not keep the rest of the batch from hearing back', async () => {
     const handler = handlerStub({ type: 'unit.job', concurrency: 8 });
-    const { store, worker, events } = setup(handler, { concurrency: 8 });
+    const { store, worker, events } = workerOn(handler, { concurrency: 8 });
     // The first completed event's subscriber throws (an EventSink must not, but one might).
     let thrown = false;
     (events as unknown as { push: (event: Omit<JobQueueEvent, 'at'>) => number }).push = function (event) {
@@ -333,7 +179,7 @@ describe('Worker', () => {
   });
   it('a worker that ran dry waiting for a full claim sends the next claim before it runs the batch', async () => {
     let runs = 0;
-    const { store, worker } = setup(handlerStub({ type: 'unit.job', concurrency: 4, invoke: () => void runs++ }), { prefetch: 100 });
+    const { store, worker } = workerOn(handlerStub({ type: 'unit.job', concurrency: 4, invoke: () => void runs++ }), { prefetch: 100 });
     const claims = watchClaims(store, () => runs);
     store.queue(...Array.from({ length: 300 }, (_, i) => String(i)));
     worker.start();
@@ -346,7 +192,7 @@ describe('Worker', () => {
 
   it('an idle worker meeting a burst of slow jobs claims no batch ahead', async () => {
     let starts = 0;
-    const { store, worker } = setup(
+    const { store, worker } = workerOn(
       handlerStub({
         type: 'unit.job',
         concurrency: 4,
@@ -367,7 +213,7 @@ describe('Worker', () => {
 
   it('without prefetch, claims only for free slots: never ahead of the batch', async () => {
     let runs = 0;
-    const { store, worker } = setup(handlerStub({ type: 'unit.job', concurrency: 4, invoke: () => void runs++ }), { prefetch: 0 });
+    const { store, worker } = workerOn(handlerStub({ type: 'unit.job', concurrency: 4, invoke: () => void runs++ }), { prefetch: 0 });
     const runsAtClaim: number[] = [];
     const claim = store.claim.bind(store);
     store.claim = (request) => (runsAtClaim.push(runs), claim(request));
@@ -393,7 +239,7 @@ describe('Worker', () => {
   });
 
   it('a worker whose every slot is held by a handler that does not finish claims nothing more to wait', async () => {
-    const { store, worker } = setup(
+    const { store, worker } = workerOn(
       handlerStub({ type: 'unit.job', concurrency: 2, invoke: () => new Promise<void>(() => undefined) }),
       { concurrency: 2, prefetch: 100 },
     );
@@ -415,7 +261,7 @@ describe('Worker', () => {
 
   it('drops a job whose cancel is heard while the claim that took it is still out: its handler never runs', async () => {
     const ran: string[] = [];
-    const { store, worker } = setup(
+    const { store, worker } = workerOn(
       handlerStub({
         type: 'unit.job',
         invoke: (payload) => {
@@ -472,143 +318,8 @@ describe('Worker', () => {
     expect([...ran].sort()).toEqual(ids.filter((id) => id !== cancelled).sort());
   });
 
-  describe('handing back prefetched jobs', () => {
-    const ids = [...Array.from({ length: 200 }, (_, i) => `fast-${i}`), 'hang-1', 'hang-2', ...Array.from({ length: 20 }, (_, i) => `tail-${i}`)];
-
-    /**
-     * A stream of short jobs grows the buffer, then two hang in both slots: the jobs claimed behind
-     * them wait in the buffer. The clock stands still unless the test moves it.
-     */
-    async function stuckWithABuffer(fakeClock = true) {
-      const clock = { now: 1_000_000 };
-      const ran: string[] = [];
-      const hung: Array<() => void> = [];
-      const { store, worker } = setup(
-        handlerStub({
-          type: 'unit.job',
-          concurrency: 2,
-          invoke: (payload) => {
-            const { id } = payload as { id: string };
-            ran.push(id);
-            return id.startsWith('hang') ? new Promise<void>((resolve) => hung.push(resolve)) : undefined;
-          },
-        }),
-        { concurrency: 2, prefetch: 100, now: fakeClock ? () => clock.now : undefined },
-      );
-      store.queue(...ids);
-      worker.start();
-      await until(() => store.completed.length === 200 && worker.inFlight === 2, 'the fast jobs done and both hung ones running');
-      const buffered = worker.heldLeases().map((lease) => lease.id).filter((id) => id.startsWith('tail'));
-      expect(buffered.length).toBeGreaterThan(0);
-      return { clock, ran, hung, store, worker, buffered };
-    }
-
-    it('hands back those that waited as long as asked since their claim, and does not claim them again while its slots stay stuck', async () => {
-      const { clock, store, worker, buffered } = await stuckWithABuffer();
-      expect(await worker.handBackWaiting(1)).toBe(0);
-      expect(store.released).toEqual([]);
-
-      // A second on, nothing has finished for a while.
-      clock.now += 1_000;
-      expect(await worker.handBackWaiting(1_000)).toBe(buffered.length);
-      expect(store.released).toEqual(buffered);
-      expect(worker.heldLeases().map((lease) => lease.id).sort()).toEqual(['hang-1', 'hang-2']);
-      // Back in the queue (as the real store puts them) and announced: the stuck worker leaves them there.
-      store.queue(...buffered);
-      const waiting = store.waiting.length;
-      const decisions = countDecisions(worker);
-      worker.nudge();
-      await until(() => decisions() >= 5, 'five rounds of the claim loop');
-      expect(store.waiting).toHaveLength(waiting);
-    });
-
-    it('measures how long they waited on a clock the wall clock’s steps do not move', async () => {
-      // Only the wall clock is faked (Date, moving with real time), from before the worker exists.
-      vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
-      try {
-        const { worker, buffered } = await stuckWithABuffer(false);
-        // The wall clock steps back an hour (NTP, a resumed VM) just after the claim.
-        vi.setSystemTime(Date.now() - 3_600_000);
-        const waitedFrom = performance.now();
-        await until(() => performance.now() - waitedFrom >= 5, '5 ms');
-        expect(await worker.handBackWaiting(5)).toBe(buffered.length);
-      } finally {
-        vi.useRealTimers();
-      }
-    });
-
-    it('keeps the jobs of a hand-back that failed leased, renewed and unstarted, and hands them back at the next try', async () => {
-      const { clock, ran, hung, store, worker, buffered } = await stuckWithABuffer();
-      const release = store.release.bind(store);
-      store.release = async () => {
-        throw new Error('connection reset');
-      };
-      clock.now += 1_000;
-      expect(await worker.handBackWaiting(1_000)).toBe(0);
-      expect(worker.heldLeases().map((lease) => lease.id)).toEqual(expect.arrayContaining(['hang-1', 'hang-2', ...buffered]));
-
-      // A slot frees and the worker goes on to a new job, but none of those jobs starts here.
-      clock.now += 1;
-      store.queue('fresh');
-      hung[0]();
-      worker.nudge();
-      await until(() => store.completed.includes('fresh'), 'a new job run in the freed slot');
-      expect(ran.filter((id) => buffered.includes(id))).toEqual([]);
-
-      // The next try takes them, whatever their age, and nothing claimed since.
-      store.release = release;
-      expect(await worker.handBackWaiting(1_000)).toBe(buffered.length);
-      expect(store.released).toEqual(buffered);
-      expect(worker.heldLeases().map((lease) => lease.id).filter((id) => buffered.includes(id))).toEqual([]);
-    });
-
-    it('while a hand-back keeps failing, counts its jobs as buffered: a freed slot claims only for itself', async () => {
-      const { clock, hung, store, worker, buffered } = await stuckWithABuffer();
-      expect(buffered.length).toBeGreaterThanOrEqual(5);
-      store.release = async () => {
-        throw new Error('connection reset');
-      };
-      clock.now += 1_000;
-      expect(await worker.handBackWaiting(1_000)).toBe(0);
-      const limits: number[] = [];
-      const claim = store.claim.bind(store);
-      store.claim = (request) => (limits.push(request.limit), claim(request));
-      // A slot frees: one job finished just now reads as 20 jobs/s, a buffer of 2, which the jobs
-      // still to be handed back already fill.
-      clock.now += 1;
-      store.queue('fresh-1', 'fresh-2', 'fresh-3');
-      hung[0]();
-      worker.nudge();
-      await until(() => limits.length > 0, 'a claim for the freed slot');
-      expect(limits[0]).toBe(1);
-    });
-
-    it('a drain whose hand-back fails tries it again', async () => {
-      const { store, worker, buffered, hung } = await stuckWithABuffer(false);
-      store.failReleases = 2;
-      const draining = worker.drain(5_000);
-      await until(() => buffered.every((id) => store.released.includes(id)), 'the buffered jobs handed back');
-      for (const finish of hung) finish();
-      expect(await draining).toEqual({ finished: 2, released: buffered.length });
-    });
-
-    it('a drain after a hand-back that failed releases those jobs too', async () => {
-      const { clock, store, worker, buffered } = await stuckWithABuffer();
-      const release = store.release.bind(store);
-      store.release = async () => {
-        store.release = release;
-        throw new Error('connection reset');
-      };
-      clock.now += 1_000;
-      expect(await worker.handBackWaiting(1_000)).toBe(0);
-      await worker.drain(20);
-      expect(store.released).toEqual(expect.arrayContaining(buffered));
-      expect(buffered.filter((id) => store.leases.has(id))).toEqual([]);
-    });
-  });
-
   it('claims at every poll even when its timer fires early on the monotonic clock', async () => {
-    const { store, worker } = setup(handlerStub({ type: 'unit.job', concurrency: 4 }), { pollIntervalMs: 20 });
+    const { store, worker } = workerOn(handlerStub({ type: 'unit.job', concurrency: 4 }), { pollIntervalMs: 20 });
     let claims = 0;
     const claim = store.claim.bind(store);
     store.claim = (request) => (claims++, claim(request));
@@ -622,18 +333,6 @@ describe('Worker', () => {
     } finally {
       clock.mockRestore();
     }
-  });
-
-  it('wakes for each known due time in order, keeping the earliest 1,000, not only at its poll', async () => {
-    const { worker, claimedAt } = await idleWorker();
-    const now = performance.now();
-    // Out of order, and more than are kept: the latest beyond 1,000 are dropped, not the earliest.
-    for (let i = 0; i < 1_005; i++) worker.wakeIn(10_000 + i);
-    worker.wakeIn(300);
-    worker.wakeIn(100);
-    await until(() => claimedAt.length >= 3, 'the wake-ups at +100 and +300 ms');
-    expect(claimedAt[1] - now).toBeGreaterThanOrEqual(100);
-    expect(claimedAt[2] - now).toBeGreaterThanOrEqual(300);
   });
 
   describe('a wall-clock step (NTP, a resumed VM)', () => {

@@ -1,0 +1,169 @@
+import type { EngineLogger } from '../base/logger.js';
+import type { RegisteredHandler } from '../base/registered-handler.js';
+import { isThenable } from '../base/thenable.js';
+import type { ClaimedJob, JobStore, Lease } from '../persistence/job.store.js';
+import { AttemptControl } from './attempt-control.js';
+import type { AttemptOutcome } from './attempt-outcome.js';
+import type { PendingCompletion } from './completion-batcher.js';
+import type { JobRunner } from './job-runner.js';
+import type { HeldLease } from './lease-keeper.js';
+import type { HeldAttempt, OutcomeRecorder } from './outcome-recorder.js';
+import type { SlotHolder } from './slot-ledger.js';
+
+/** Who runs attempts, and hears twice from each: when its handler returns, and when it is over. */
+export interface AttemptOwner {
+  /** The handler returned (whatever its outcome): the slot can take the next job. */
+  handlerReturned(attempt: Attempt): void;
+  /** The attempt is over: its outcome recorded, or given up on (its lease then expires). */
+  attemptFinished(attempt: Attempt): void;
+}
+
+/** What every attempt of a worker shares: one reference per attempt, not one per collaborator. */
+export interface AttemptServices {
+  readonly runner: JobRunner;
+  readonly recorder: OutcomeRecorder;
+  readonly store: Pick<JobStore, 'markStarted'>;
+  readonly logger: EngineLogger;
+  readonly owner: AttemptOwner;
+}
+
+/**
+ * One claimed attempt, from the buffer until its outcome is recorded: the job, the lease the
+ * keeper renews, the attempt's controls, and its place in the completion batch. It runs its
+ * handler, records its own outcome, and tells its owner. One object per attempt, not one per
+ * stage, and no promise on a synchronous success: see docs/decisions/0014-worker-hot-path.md.
+ */
+export class Attempt extends AttemptControl implements HeldLease, PendingCompletion, HeldAttempt, SlotHolder {
+  readonly id: string;
+  readonly leaseToken: string;
+  renewedAt: number;
+  slotHeld = false;
+  /** When it started (the worker's clock), if the worker times its types (PrefetchSizer). */
+  startedAt = 0;
+  /** Set when the handler succeeded: the result as JSON text. */
+  resultJson = 'null';
+  /** The worker's drain ran out of time while this attempt was in flight. */
+  drainTimedOut = false;
+
+  constructor(
+    readonly job: ClaimedJob,
+    /** The handler of the job's type (a worker claims only types it handles). */
+    readonly handler: RegisteredHandler,
+    /** When this worker claimed it (the worker's clock): a buffered job that waits too long is handed back. */
+    readonly claimedAt: number,
+    /** When its claim was sent (the same clock): the lease counts from then. */
+    leaseFrom: number,
+    private readonly services: AttemptServices,
+  ) {
+    super();
+    this.id = job.id;
+    this.leaseToken = job.leaseToken;
+    this.renewedAt = leaseFrom;
+  }
+
+  /** A failed outcome write may go on retrying: the lease is held, and no drain has run out of time. */
+  get mayKeepWriting(): boolean {
+    return this.interruption === null && !this.drainTimedOut;
+  }
+
+  /** The lease a completion write presents: this attempt's. */
+  get lease(): Lease {
+    return this;
+  }
+
+  /**
+   * Runs the handler, then records the outcome; the owner has given it a slot. A rate-limited
+   * type's start is recorded first, as of now: rate limits count starts, not claims.
+   */
+  start(): void {
+    if (this.handler.rateLimit) {
+      this.markStarted().then(() => this.run(), (error: unknown) => this.internalError(error));
+    } else {
+      this.run();
+    }
+  }
+
+  /** The completion batch wrote this attempt's success (`applied`) or found its lease gone. Never throws. */
+  settled(applied: boolean): void {
+    try {
+      this.finishAfter(this.services.recorder.completionWritten(this.job, this.handler, applied));
+    } catch (error) {
+      this.internalError(error);
+    }
+  }
+
+  /** The completion batch's statement failed: the recorder retries this one alone. Never throws. */
+  failed(error: unknown): void {
+    try {
+      this.finishAfter(this.services.recorder.retryCompletion(this.job, this.handler, this.resultJson, this, error));
+    } catch (thrown) {
+      this.internalError(thrown);
+    }
+  }
+
+  // The steps after the handler are continuations, not one async function: a synchronous handler
+  // is recorded without a promise turn per step.
+  private run(): void {
+    let outcome: AttemptOutcome | PromiseLike<AttemptOutcome>;
+    try {
+      // Interrupted while its start was being recorded: the handler must not run.
+      const interruption = this.interruption;
+      outcome = interruption ? { kind: 'interrupted', reason: interruption } : this.services.runner.run(this.job, this.handler, this);
+    } catch (error) {
+      this.internalError(error);
+      return;
+    }
+    if (isThenable(outcome)) {
+      outcome.then((settled) => this.handlerDone(settled), (error: unknown) => this.internalError(error));
+    } else {
+      this.handlerDone(outcome);
+    }
+  }
+
+  /** The slot takes the next job while the outcome is written. */
+  private handlerDone(outcome: AttemptOutcome): void {
+    try {
+      this.services.owner.handlerReturned(this);
+      if (outcome.kind === 'succeeded') {
+        // The hot path: the attempt joins the completion batch as it is, and hears back (settled, failed).
+        this.resultJson = outcome.resultJson;
+        this.services.recorder.recordSuccess(this);
+        return;
+      }
+      this.finishAfter(this.services.recorder.record(this.job, this.handler, outcome, this));
+    } catch (error) {
+      this.internalError(error);
+    }
+  }
+
+  private finishAfter(recording: Promise<void> | undefined): void {
+    if (!recording) {
+      this.services.owner.attemptFinished(this);
+      return;
+    }
+    recording.then(
+      () => {
+        try {
+          this.services.owner.attemptFinished(this);
+        } catch (error) {
+          this.internalError(error);
+        }
+      },
+      (error: unknown) => this.internalError(error),
+    );
+  }
+
+  private async markStarted(): Promise<void> {
+    try {
+      await this.services.store.markStarted(this.job.id);
+    } catch (error) {
+      this.services.logger.warn(`Could not record the start of job ${this.job.id} (${this.job.type}): ${(error as Error)?.message}`);
+    }
+  }
+
+  /** Defensive: runner and recorder do not throw; if they ever do, the lease's expiry recovers the job. */
+  private internalError(error: unknown): void {
+    this.services.logger.error(`Internal error while running job ${this.job.id} (${this.job.type}): ${(error as Error)?.stack ?? error}`);
+    this.services.owner.attemptFinished(this);
+  }
+}
