@@ -19,15 +19,10 @@ interface TypeTiming {
 }
 
 /**
- * How many claimed jobs a worker keeps waiting to start: about 100 ms of work at its recent
- * completion rate, within the configured ceiling, and none while no job has finished lately.
- *
- * In a worker that handles several types, each type's share is also held to what its own slots
- * start in about 100 ms at its jobs' recent run time (concurrency × 100 ms ÷ run time), and to
- * none once none of its jobs has finished lately (they may hang). A job beyond that would wait
- * for its type's slots while another worker could start it now. The type's run time is used, not
- * its rate: jobs that started together finish together, and a burst of finishes of a slow type
- * reads as a high rate.
+ * How many claimed jobs a worker keeps waiting to start: about 100 ms of work at its recent rate,
+ * within the ceiling, and none while no job has finished lately. With several types, each type's
+ * share is what its own slots start in about 100 ms at its jobs' recent run time (not its rate: a
+ * slow type's jobs that started together also finish together). See docs/decisions/0005-adaptive-prefetch.md.
  */
 export class PrefetchSizer {
   /** Whether record() needs each job's start: several types, and prefetch on. */

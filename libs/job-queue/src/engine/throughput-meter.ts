@@ -6,11 +6,9 @@ const BUCKET_MS = 50;
 const WINDOW_MS = BUCKETS * BUCKET_MS;
 
 /**
- * Jobs finished per second, measured over the last 200–250 ms: what the worker uses to size its
- * prefetch to about 100 ms of work, so a backlog is worked in big batches while slow jobs are not
- * hoarded by one worker. A burst that began less than a window ago (after the meter was empty) is
- * measured over its own age, at least one bucket: over the whole window it would read up to five
- * times too low, and the worker would spend the burst's first tenth of a second on small claims.
+ * Jobs finished per second over the last quarter second, which sizes the prefetch. A burst younger
+ * than the window is measured over its own age (at least one bucket), so the buffer grows with it
+ * at once. See docs/decisions/0005-adaptive-prefetch.md.
  */
 export class ThroughputMeter {
   private readonly buckets = new Array<number>(BUCKETS).fill(0);

@@ -1,11 +1,7 @@
 /** Documented defaults, in one place. */
 export const DEFAULT_SCHEMA = 'job_queue';
 export const DEFAULT_CONCURRENCY = 10;
-/**
- * Default prefetch ceiling; the buffer itself adapts to about 100 ms of work, so the ceiling only
- * binds above 10,000 jobs/s per worker. At 500 it bound from 5,000, and a fast stream paid a claim
- * and a completion statement (each a commit) per 500 jobs instead of per 1,000.
- */
+/** The prefetch ceiling; the buffer itself adapts to about 100 ms of work. See docs/decisions/0005-adaptive-prefetch.md. */
 export const DEFAULT_PREFETCH = 1_000;
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
 export const DEFAULT_LEASE_MS = 30_000;
