@@ -5,12 +5,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { NEST_COMMONJS_TSCONFIG, NEST11_JEST_SOURCES, NEST11_TSCONFIG, nest11JestManifest } from './fixtures/packaging-nest11-jest-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 
 /**
  * The published package, as a user gets it: `npm pack` at the repo root, then separate NestJS
  * apps (one ESM, one CommonJS) that install the tarball plus the peers and nothing else from
- * this repo, type-check against the shipped .d.ts and run a job on a real database.
+ * this repo, type-check against the shipped .d.ts and run a job on a real database; and a
+ * NestJS 11 starter app whose Jest specs (CommonJS, no ESM in Jest on Node 20) import it.
  */
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -88,6 +90,8 @@ function lockedVersions(lock: { packages: Record<string, { version?: string }> }
  */
 const APP_SOURCE = `import 'reflect-metadata';
 import { writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { filter, firstValueFrom } from 'rxjs';
@@ -174,6 +178,18 @@ async function main(): Promise<void> {
     const readyStatus: 'up' | 'down' | 'degraded' = ready['job-queue'].status;
     if (ready['job-queue'].status === 'degraded') console.log('degraded: dead letters reached the alert threshold');
 
+    // The package loaded the other way as well (require() from ESM, import() from CommonJS) hands
+    // out the very same objects: one copy of each class, so DI finds a provider by either.
+    const required: Record<string, unknown> = createRequire(join(process.cwd(), 'package.json'))('auto-job-queue');
+    const imported: Record<string, unknown> = await import('auto-job-queue');
+    const names = Object.keys(required).sort();
+    const sameCopy = {
+      names: names.length > 10 && JSON.stringify(Object.keys(imported).filter((name) => name !== 'default').sort()) === JSON.stringify(names),
+      objects: names.every((name) => imported[name] === required[name]) && imported.default === required,
+      ours: required.JobProducer === JobProducer && required.JobQueueModule === JobQueueModule,
+      injection: app.get(required.JobProducer as typeof JobProducer) === producer,
+    };
+
     const exported = {
       QueueSaturatedError: typeof QueueSaturatedError === 'function' && QueueSaturatedError.prototype instanceof Error,
       PermanentJobError: permanent instanceof PermanentJobError && permanent instanceof Error,
@@ -192,6 +208,7 @@ async function main(): Promise<void> {
       completedEvent: event?.kind ?? null,
       ready: readyStatus,
       exported,
+      sameCopy,
     }));
   } finally {
     await app.close();
@@ -235,7 +252,8 @@ describe('the packed tarball, installed by separate NestJS apps', () => {
   let distExisted: boolean;
   const databases: TestDatabase[] = [];
   let apps: ConsumerApp[];
-  let installs: Map<ConsumerApp['kind'], Promise<string>>;
+  let installs: Map<ConsumerApp['kind'] | 'nest11-jest', Promise<string>>;
+  let nest11Dir: string;
 
   beforeAll(async () => {
     tmp = await mkdtemp(path.join(os.tmpdir(), 'ajq-packaging-'));
@@ -285,14 +303,20 @@ describe('the packed tarball, installed by separate NestJS apps', () => {
       await writeFile(path.join(app.dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: app.tsconfig, include: ['src'] }, null, 2));
       await writeFile(path.join(app.dir, 'src', 'main.ts'), APP_SOURCE);
     }
-    // Both installs at once; each test awaits its own (rejections are observed there).
-    installs = new Map(
-      apps.map((app) => {
-        const install = runOk('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: app.dir, timeoutMs: 100_000 });
-        install.catch(() => undefined);
-        return [app.kind, install];
-      }),
-    );
+    // The NestJS 11 starter, as `nest new` writes it (its own ^11 ranges, not this repo's versions).
+    nest11Dir = path.join(tmp, 'nest11-jest-app');
+    await mkdir(path.join(nest11Dir, 'src'), { recursive: true });
+    await writeFile(path.join(nest11Dir, 'package.json'), JSON.stringify(nest11JestManifest(tarball), null, 2));
+    await writeFile(path.join(nest11Dir, 'tsconfig.json'), JSON.stringify(NEST11_TSCONFIG, null, 2));
+    for (const [name, source] of Object.entries(NEST11_JEST_SOURCES)) await writeFile(path.join(nest11Dir, 'src', name), source);
+
+    // All installs at once; each test awaits its own (rejections are observed there).
+    const installIn = (dir: string): Promise<string> => {
+      const install = runOk('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: dir, timeoutMs: 150_000 });
+      install.catch(() => undefined);
+      return install;
+    };
+    installs = new Map([...apps.map((app) => [app.kind, installIn(app.dir)] as const), ['nest11-jest', installIn(nest11Dir)] as const]);
   }, 90_000);
 
   afterAll(async () => {
@@ -307,16 +331,32 @@ describe('the packed tarball, installed by separate NestJS apps', () => {
     const manifest = JSON.parse((await runOk('tar', ['xzf', tarball, '-O', 'package/package.json'], { cwd: tmp, timeoutMs: 30_000 })));
     expect(manifest.name).toBe('auto-job-queue');
     expect(path.basename(tarball)).toBe(`auto-job-queue-${manifest.version}.tgz`);
-    expect(entries).toContain('package/dist/src/index.d.ts');
-    expect(entries).toContain('package/dist/src/index.js');
+    // One implementation, CommonJS, for both conditions; `import` gets a thin ESM entry over it.
+    expect(manifest.type).toBe('module');
+    expect(manifest.exports['.']).toEqual({
+      types: './dist/cjs/src/index.d.ts',
+      import: './dist/index.mjs',
+      require: './dist/cjs/src/index.js',
+      default: './dist/cjs/src/index.js',
+    });
+    expect(manifest.main).toBe(manifest.exports['.'].require);
+    expect(manifest.types).toBe(manifest.exports['.'].types);
     // Whatever package.json points at is in the tarball.
-    for (const target of [manifest.main, manifest.types, manifest.exports['.'].types, manifest.exports['.'].default]) {
+    for (const target of [manifest.main, manifest.types, ...Object.values<string>(manifest.exports['.'])]) {
       expect(entries).toContain(path.posix.join('package', target));
     }
-    // Every module ships its declarations.
-    const js = entries.filter((entry) => entry.endsWith('.js'));
+    // dist/cjs says it is CommonJS (the package itself is "type": "module"), so Node, Jest and
+    // TypeScript all read its .js and .d.ts files as CommonJS.
+    const cjsManifest = JSON.parse(await runOk('tar', ['xzf', tarball, '-O', 'package/dist/cjs/package.json'], { cwd: tmp, timeoutMs: 30_000 }));
+    expect(cjsManifest).toEqual({ type: 'commonjs' });
+    const entry = await runOk('tar', ['xzf', tarball, '-O', 'package/dist/index.mjs'], { cwd: tmp, timeoutMs: 30_000 });
+    expect(entry).toMatch(/^import api from '\.\/cjs\/src\/index\.js';$/m);
+    // Every module ships its declarations, and there is one set of them: no .d.mts or .d.cts.
+    const js = entries.filter((entry) => /\.[cm]?js$/.test(entry));
     expect(js.length).toBeGreaterThan(10);
-    expect(js.filter((entry) => !entries.includes(entry.replace(/\.js$/, '.d.ts')))).toEqual([]);
+    expect(js.filter((entry) => entry !== 'package/dist/index.mjs' && !entry.startsWith('package/dist/cjs/'))).toEqual([]);
+    expect(js.filter((entry) => entry.endsWith('.js') && !entries.includes(entry.replace(/\.js$/, '.d.ts')))).toEqual([]);
+    expect(entries.filter((entry) => /\.d\.[cm]ts$/.test(entry))).toEqual([]);
 
     expect(entries.filter((entry) => /^package\/(test|apps|bench|tools|build|node_modules|libs)\//.test(entry))).toEqual([]);
     expect(entries.filter((entry) => /\.spec\.|e2e-spec|fixtures?\//.test(entry))).toEqual([]);
@@ -327,6 +367,7 @@ describe('the packed tarball, installed by separate NestJS apps', () => {
   it('ships declarations that compile on their own, also without skipLibCheck', async () => {
     // Strict apps check library declarations too: a published .d.ts that imports a module
     // whose types the user never installed (an @types package that is no dependency) fails here.
+    // The .d.ts files sit under dist/cjs, so every app reads them as CommonJS: one app checks them.
     const app = apps.find((candidate) => candidate.kind === 'esm')!;
     await installs.get(app.kind);
     const tsc = path.join(app.dir, 'node_modules/typescript/bin/tsc');
@@ -384,6 +425,7 @@ describe('the packed tarball, installed by separate NestJS apps', () => {
           JobQueueHealthIndicator: true,
           JobQueueEvents: true,
         },
+        sameCopy: { names: true, objects: true, ours: true, injection: true },
       });
 
       // The handler's side effect and the row, seen from outside the app.
@@ -393,4 +435,38 @@ describe('the packed tarball, installed by separate NestJS apps', () => {
     },
     120_000,
   );
+
+  it('passes the Jest specs of a NestJS 11 starter app (CommonJS, ts-jest) that uses it', async () => {
+    await installs.get('nest11-jest');
+    const installed = async (name: string): Promise<string> =>
+      JSON.parse(await readFile(path.join(nest11Dir, 'node_modules', name, 'package.json'), 'utf8')).version;
+    expect(await installed('@nestjs/core')).toMatch(/^11\./);
+    expect(await installed('jest')).toMatch(/^30\./);
+
+    const db = await createTestDatabase(inject('adminUrl'));
+    databases.push(db);
+    const tsc = path.join(nest11Dir, 'node_modules/typescript/bin/tsc');
+    // Today's starter tsconfig (nodenext, isolatedModules: ts-jest only transpiles), then the
+    // older one (module commonjs: ts-jest type-checks every spec through the shipped .d.ts).
+    for (const [starter, tsconfig] of [['nodenext', NEST11_TSCONFIG], ['commonjs', NEST_COMMONJS_TSCONFIG]] as const) {
+      await writeFile(path.join(nest11Dir, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2));
+      // The app's own tsc run (nest build's), against NestJS 11's types rather than 12's.
+      await runOk(process.execPath, [tsc, '--noEmit', '-p', '.'], { cwd: nest11Dir, timeoutMs: 60_000 });
+
+      // Plain `npx jest` with the starter's config: Jest require()s the specs' imports, and on
+      // Node 20 it cannot require an ES module, so this passes only if `require` gets CommonJS.
+      const result = await run('npx', ['jest'], { cwd: nest11Dir, env: childEnv({ DATABASE_URL: db.url }), timeoutMs: 90_000 });
+      const failure = `\`npx jest\` with the ${starter} tsconfig (exit code ${result.code}, signal ${result.signal}) printed:\n${result.output}`;
+      expect(result.code, failure).toBe(0);
+      expect(result.output, failure).toMatch(/Tests:\s+3 passed, 3 total/);
+    }
+
+    // Each run's end-to-end spec: one job through the controller, one enqueued and awaited.
+    const rows = await db.query(`SELECT type, status, attempts, result FROM job_queue.jobs ORDER BY id`);
+    const run1 = [
+      { type: 'mail.send', status: 'completed', attempts: 1, result: { delivered: 'grace@example.com', attempt: 1 } },
+      { type: 'mail.send', status: 'completed', attempts: 1, result: { delivered: 'hopper@example.com', attempt: 1 } },
+    ];
+    expect(rows).toEqual([...run1, ...run1]);
+  }, 240_000);
 });
