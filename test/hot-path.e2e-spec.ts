@@ -221,17 +221,27 @@ describe('hot path statements', () => {
 
   it('counts a rate-limited start the handler has not made yet in every window, until markStarted stamps it', async () => {
     await api.producer.enqueueMany(Array.from({ length: 6 }, (_, n) => ({ type: 'hot.rated', payload: { n } })));
+    // A long window, and time made to pass by moving the start log back rather than by waiting:
+    // each check then has seconds of slack, where sleeps past a 200 ms window had 100 ms.
+    const windowMs = 10_000;
     const rated = (limit: number) =>
-      claims.flowParams(request([{ type: 'hot.rated', limit, maxAttempts: 3, rateMax: 2, rateWindowMs: 200 }]), randomUUID());
+      claims.flowParams(request([{ type: 'hot.rated', limit, maxAttempts: 3, rateMax: 2, rateWindowMs: windowMs }]), randomUUID());
+    const windowsPass = (windows: number) =>
+      db.query(`UPDATE job_queue.job_starts SET started_at = started_at - $1 * interval '1 millisecond' WHERE type = 'hot.rated'`, [
+        windows * windowMs,
+      ]);
     const first = await db.query<{ id: string }>(claims.flowText, rated(6));
     expect(first).toHaveLength(2);
-    // Well past the window, but neither handler has started (no markStarted): still no room.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // A window and a half later, neither handler has started (no markStarted): still no room.
+    await windowsPass(1.5);
     expect(await db.query(claims.flowText, rated(6))).toHaveLength(0);
-    // Both start now; once a window has passed since, the rate has room again.
+    // Both start now: their starts count from now, not from the claim (from which a window and
+    // a half plus the next 0.7 would be over two windows, past what the claim's stamp covers).
     for (const job of first) await db.query(sql.markStarted, [job.id]);
+    await windowsPass(0.7);
     expect(await db.query(claims.flowText, rated(6))).toHaveLength(0);
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    // Once a whole window has passed since they started, the rate has room again.
+    await windowsPass(0.5);
     expect(await db.query(claims.flowText, rated(6))).toHaveLength(2);
   });
 
