@@ -3,7 +3,7 @@ import { JOB_QUEUE_ENTITIES, JOB_QUEUE_MIGRATIONS } from './src/index.js';
 
 /**
  * TypeORM CLI data source for the job tables (schema `job_queue`), for running the library's
- * migrations yourself instead of `autoMigrate`. See "Migrations" in README.md for the commands.
+ * migrations yourself instead of `autoMigrate`. See docs/migrations.md for the commands.
  */
 const url = process.env.DATABASE_URL;
 if (!url) {

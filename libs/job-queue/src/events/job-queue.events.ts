@@ -21,7 +21,7 @@ export class JobQueueEvents implements EventSink {
       this.subject.next({ ...event, at: new Date() });
     } catch (error) {
       // A subscriber's failure must never reach the engine that emitted the event. RxJS itself
-      // reports a throw from a subscriber's callback as an uncaught exception (README says so);
+      // reports a throw from a subscriber's callback as an uncaught exception (docs/admin-and-events.md);
       // this catches what reaches here nonetheless (RxJS's deprecated synchronous error handling).
       this.logger.error(`An events$ subscriber threw on "${event.kind}": ${(error as Error)?.message ?? error}`);
     }

@@ -64,7 +64,7 @@ export interface JobQueueOptions {
    * crashes or fails over: a claim of its last moments can be undone, so its job waits again with
    * that attempt not counted (a handler that crashes PostgreSQL may then never be dead-lettered),
    * and may start elsewhere while the first run goes on until a renewal finds the lease gone and
-   * aborts its signal (README: Leases and crashed workers). @default true
+   * aborts its signal (docs/operations/leases-and-crashes.md#synchronous-claims). @default true
    */
   synchronousClaims?: boolean;
   /** How often the maintenance leader reclaims expired leases and prunes old jobs. @default 1000 */
