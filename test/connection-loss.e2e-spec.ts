@@ -5,7 +5,7 @@ import { JobHandler } from '../src/index.js';
 import { PostgresJobStore } from '../libs/job-queue/src/persistence/postgres-job.store.js';
 import { startQueueApp, type QueueApp } from './support/queue-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
-import { waitFor } from './support/wait-for.js';
+import { holdsThroughout, waitFor } from './support/wait-for.js';
 
 const ran: string[] = [];
 
@@ -90,9 +90,8 @@ describe('when the server ends a connection the engine is using', () => {
         );
         pid = again[0];
       }
-      // Settled: still that one, not one more per report of each loss.
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
-      expect(await listening()).toEqual([pid]);
+      // Settled: still that one, not one more per report of each loss, checked all through 1.5 s.
+      await holdsThroughout(1_500, async () => expect(await listening()).toEqual([pid]), 'the listener to stay the one');
       const { id } = await api.producer.enqueue('loss.echo', {});
       await waitFor(() => ran.includes(id), { timeoutMs: 5_000, message: 'the job to run after the reconnects' });
     } finally {

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vi
 import { type ChildWorker, spawnWorker } from './support/child-worker.js';
 import { startQueueApp, type QueueApp } from './support/queue-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
-import { waitFor } from './support/wait-for.js';
+import { holdsThroughout, waitFor } from './support/wait-for.js';
 
 /**
  * The Kubernetes side of shutdown, with real child processes: SIGTERM drains (readiness down,
@@ -49,21 +49,6 @@ async function getJson(port: number, path: string): Promise<{ status: number; bo
     // not JSON: keep the text
   }
   return { status: response.status, body };
-}
-
-/**
- * Checks `invariant` every 25 ms for `ms`: a stretch in which something must not happen, long
- * enough for a process that does it wrongly to have done it. A failed expect ends it at once.
- */
-async function throughout(ms: number, invariant: () => Promise<void>, message: string): Promise<void> {
-  const until = performance.now() + ms;
-  await waitFor(
-    async () => {
-      await invariant();
-      return performance.now() >= until;
-    },
-    { timeoutMs: ms + 15_000, message },
-  );
 }
 
 describe('SIGTERM and SIGKILL on real worker processes', () => {
@@ -139,7 +124,7 @@ describe('SIGTERM and SIGKILL on real worker processes', () => {
     expect(live.body.details?.['job-queue']?.status, `liveness during the drain: ${JSON.stringify(live.body)}`).toBe('up');
     if (live.status !== 200) expect({ status: live.status, overall: live.body.status }).toEqual({ status: 503, overall: 'shutting_down' });
     // Five of its poll intervals and any notification later, the draining process has still not claimed the late job.
-    await throughout(
+    await holdsThroughout(
       1_000,
       async () => expect(await jobRow(late.id), 'the job enqueued during the drain').toMatchObject({ status: 'pending', worker_id: null }),
       'the drain to go on for a second',
@@ -195,7 +180,7 @@ describe('SIGTERM and SIGKILL on real worker processes', () => {
     await waitFor(async () => (await getJson(d.worker.port, '/health/ready')).status === 503, { message: 'the drain to begin' });
     d.worker.kill('SIGTERM');
     // The second signal changes nothing: the process stays up, draining, its job running.
-    await throughout(
+    await holdsThroughout(
       500,
       async () => {
         expect(d.exit(), 'exit after the second SIGTERM').toBeNull();

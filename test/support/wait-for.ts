@@ -33,6 +33,22 @@ function isAssertionFailure(error: unknown): boolean {
   return error instanceof Error && error.name === 'AssertionError';
 }
 
+/**
+ * Checks `invariant` every 25 ms for `ms`: a stretch in which something must not happen, long
+ * enough for a process that does it wrongly to have done it. A failed expect in `invariant`
+ * ends it at once. (A deadline, not a sleep: `waitFor` with the stretch as its condition.)
+ */
+export async function holdsThroughout(ms: number, invariant: () => Promise<void> | void, message: string): Promise<void> {
+  const until = performance.now() + ms;
+  await waitFor(
+    async () => {
+      await invariant();
+      return performance.now() >= until;
+    },
+    { timeoutMs: ms + 15_000, message },
+  );
+}
+
 export interface Sampler<S> {
   /** Stops sampling once the sample under way is in, takes a last one; resolves with every sample taken. */
   stop(): Promise<S[]>;
