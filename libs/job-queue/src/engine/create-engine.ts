@@ -13,7 +13,7 @@ import { type HandlerEnqueue, JobRunner } from './job-runner.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { OutcomeRecorder } from './outcome-recorder.js';
 import { RetryPolicy } from './retry-policy.js';
-import { type DrainResult, Worker } from './worker.js';
+import { type DrainResult, Worker, type WorkerSettings } from './worker.js';
 
 export interface EngineDependencies {
   readonly options: ResolvedJobQueueOptions;
@@ -58,43 +58,31 @@ const CRON_CATCH_UP_MS = 3_600_000;
 /** Lease renewals run at least this far apart, however short the lease. */
 const MIN_RENEWAL_INTERVAL_MS = 50;
 
+/** What the engine derives from the options and handlers, once. */
+export interface EngineSettings {
+  readonly worker: WorkerSettings;
+  readonly renewalIntervalMs: number;
+  /** How long rate-limited types' start records must be kept (retention). */
+  readonly longestRateWindowMs: number;
+}
+
 /**
- * Builds the engine from resolved options; every derived setting is computed here, once. Throws
- * JobQueueConfigError when the pool cannot serve the transactional handlers.
+ * Builds the engine from resolved options. Throws JobQueueConfigError when the pool cannot serve
+ * the transactional handlers.
  */
 export function createEngine({ options, store, handlers, events, logger, enqueue, poolSize }: EngineDependencies): Engine {
-  const all = handlers.all();
-  // A type with flow control must start right after its claim: no prefetch in its worker.
-  const flowControl = all.some((h) => h.rateLimit || h.globalConcurrency || h.circuitBreaker);
+  const settings = engineSettings(options, handlers.all(), poolSize, logger);
   const recorder = new OutcomeRecorder(store, new CompletionBatcher(store), new RetryPolicy(), events, logger, options.workerId, options.leaseMs);
-  const worker = new Worker(
-    {
-      workerId: options.workerId,
-      concurrency: options.concurrency,
-      pollIntervalMs: options.pollIntervalMs,
-      leaseMs: options.leaseMs,
-      transactionalCapacity: transactionalCapacity(all, options, poolSize, logger),
-      prefetch: flowControl ? 0 : options.prefetch,
-    },
-    store,
-    handlers,
-    new JobRunner(store, new EffectLedger(store, logger), enqueue),
-    recorder,
-    logger,
-  );
+  const runner = new JobRunner(store, new EffectLedger(store, logger), enqueue);
+  const worker = new Worker(settings.worker, store, handlers, runner, recorder, logger);
   recorder.onRetryScheduled((delayMs) => worker.wakeIn(delayMs));
   const keeper = new LeaseKeeper(store, options.leaseMs, worker, logger);
-  const renewals = new PeriodicTask(
-    'Lease renewal',
-    Math.max(MIN_RENEWAL_INTERVAL_MS, Math.floor(options.leaseMs / 3)),
-    () => keeper.runOnce(),
-    logger,
-  );
-  const scheduler = new CronScheduler(all.filter((h) => h.schedule), store, logger, CRON_CATCH_UP_MS);
+  const renewals = new PeriodicTask('Lease renewal', settings.renewalIntervalMs, () => keeper.runOnce(), logger);
+  const scheduler = new CronScheduler(handlers.all().filter((h) => h.schedule), store, logger, CRON_CATCH_UP_MS);
   let started = false;
 
   return {
-    longestRateWindowMs: Math.max(0, ...all.map((h) => (h.rateLimit ? rateWindowMs(h.rateLimit.perMs) : 0))),
+    longestRateWindowMs: settings.longestRateWindowMs,
     start() {
       started = true;
       worker.start();
@@ -113,6 +101,29 @@ export function createEngine({ options, store, handlers, events, logger, enqueue
     wakeIn: (delayMs) => worker.wakeIn(delayMs),
     status: () => ({ inFlight: worker.inFlight, silentForMs: worker.silentForMs }),
     schedules: () => (started ? scheduler.schedules : []),
+  };
+}
+
+/** The settings derived once from the options and the handlers; reads the pool's size only for transactional handlers. */
+export function engineSettings(
+  options: ResolvedJobQueueOptions,
+  handlers: readonly RegisteredHandler[],
+  poolSize: () => number,
+  logger: EngineLogger,
+): EngineSettings {
+  // A type with flow control must start right after its claim: no prefetch in its worker.
+  const flowControl = handlers.some((h) => h.rateLimit || h.globalConcurrency || h.circuitBreaker);
+  return {
+    worker: {
+      workerId: options.workerId,
+      concurrency: options.concurrency,
+      pollIntervalMs: options.pollIntervalMs,
+      leaseMs: options.leaseMs,
+      transactionalCapacity: transactionalCapacity(handlers, options, poolSize, logger),
+      prefetch: flowControl ? 0 : options.prefetch,
+    },
+    renewalIntervalMs: Math.max(MIN_RENEWAL_INTERVAL_MS, Math.floor(options.leaseMs / 3)),
+    longestRateWindowMs: Math.max(0, ...handlers.map((h) => (h.rateLimit ? rateWindowMs(h.rateLimit.perMs) : 0))),
   };
 }
 
