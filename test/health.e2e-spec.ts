@@ -283,10 +283,11 @@ describe('health probes and backpressure', () => {
     /**
      * The monitored app (in-process, it runs the handler) and a producer-only app on the same
      * schema. Jobs come from the second one, so the first one's numbers change only when it
-     * reads them afresh from the database.
+     * reads them afresh from the database. The second one never alerts (its threshold is out of
+     * reach), so every alert and alert log here is the first one's.
      */
     async function alertApps(schema: string, threshold: number) {
-      const source = await app({ schema, runWorker: false });
+      const source = await app({ schema, runWorker: false, deadLetterAlertThreshold: 1_000 });
       const queue = await app({ schema, workerId: `${schema}-worker`, deadLetterAlertThreshold: threshold, depthRefreshMs: 100 }, [
         SwitchablePoisonHandler,
       ]);
