@@ -70,14 +70,21 @@ export interface JobQueueOptions {
   /** How often the maintenance leader reclaims expired leases and prunes old jobs. @default 1000 */
   maintenanceIntervalMs?: number;
   /**
-   * How long finished jobs are kept before the maintenance leader deletes them (in small batches).
-   * An idempotency key dedupes for as long as its job's row exists.
+   * How long finished jobs are kept before the maintenance leader deletes them (in chunks, as
+   * many as a pass's time budget allows). An idempotency key dedupes for as long as its job's row
+   * exists.
    */
   retention?: RetentionOptions;
 }
 
 export interface RetentionOptions {
-  /** Completed and cancelled jobs. @default 604800000 (7 days) */
+  /**
+   * Completed and cancelled jobs. `0`: a completed job is deleted by the statement that completes
+   * it (its result is not kept, `getJob` returns null, and its idempotency key dedupes only while
+   * it waits or runs), except a job enqueued with `enqueueAndWait`, which is kept until its waiter
+   * has read the result (at most an hour); cancelled jobs then go on the next retention walk.
+   * @default 604800000 (7 days)
+   */
   completedMs?: number;
   /** Dead letters. @default 2592000000 (30 days) */
   deadMs?: number;

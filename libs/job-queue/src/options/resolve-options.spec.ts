@@ -155,6 +155,13 @@ describe('resolveJobQueueOptions', () => {
     expect(Object.isFrozen(byType)).toBe(false);
   });
 
+  it('accepts retention.completedMs 0 (delete on complete), keeping the default deadMs', () => {
+    expect(resolveWith({ retention: { completedMs: 0 } }).retention).toEqual({
+      completedMs: 0,
+      deadMs: defaults.DEFAULT_RETENTION_DEAD_MS,
+    });
+  });
+
   it('accepts schema names of up to 48 characters', () => {
     expect(resolveWith({ schema: 'a'.repeat(48) }).schema).toBe('a'.repeat(48));
     expect(resolveWith({ schema: '_jobs_2' }).schema).toBe('_jobs_2');
@@ -206,6 +213,11 @@ describe('resolveJobQueueOptions', () => {
       ['maxQueueDepthByType with a string limit', { maxQueueDepthByType: { 'email.send': '5' } }, "maxQueueDepthByType['email.send']"],
       ['maxQueueDepthByType an array', { maxQueueDepthByType: [5] }, 'maxQueueDepthByType'],
       ['maxQueueDepthByType a number', { maxQueueDepthByType: 5 }, 'maxQueueDepthByType'],
+      ['retention.completedMs -1', { retention: { completedMs: -1 } }, 'retention.completedMs must be an integer of at least 0 (got -1)'],
+      ['retention.completedMs 0.5', { retention: { completedMs: 0.5 } }, 'retention.completedMs'],
+      ["retention.completedMs '0'", { retention: { completedMs: '0' } }, 'retention.completedMs'],
+      ['retention.completedMs NaN', { retention: { completedMs: Number.NaN } }, 'retention.completedMs'],
+      ['retention.deadMs 0', { retention: { deadMs: 0 } }, 'retention.deadMs'],
     ])('%s', (_label, extra, name) => {
       const error = configError(() => resolveWith(extra));
       expect(error.message).toContain(name);

@@ -67,9 +67,11 @@ export function resolveJobQueueOptions(options: JobQueueOptions): ResolvedJobQue
     listen: boolOption('listen', options.listen, true),
     synchronousClaims: boolOption('synchronousClaims', options.synchronousClaims, defaults.DEFAULT_SYNCHRONOUS_CLAIMS),
     retention: Object.freeze({
+      // 0 is delete-on-complete.
       completedMs: positiveInteger(
         'retention.completedMs',
         options.retention?.completedMs ?? defaults.DEFAULT_RETENTION_COMPLETED_MS,
+        0,
       ),
       deadMs: positiveInteger('retention.deadMs', options.retention?.deadMs ?? defaults.DEFAULT_RETENTION_DEAD_MS),
     }),
