@@ -81,19 +81,19 @@ describe('retention', () => {
       await holder.query('BEGIN');
       await holder.query('SELECT 1 FROM job_queue.jobs WHERE id = $1 FOR UPDATE', [ids[5]]);
       const before = BigInt(ids[0]) - 1n;
-      const [chunk] = await db.query(sql.pruneFinishedChunk, [before.toString(), 6, 30 * 60_000]);
+      const [chunk] = await db.query(sql.pruneFinishedChunk, [before.toString(), 6, 30 * 60_000, 0]);
       expect(chunk).toEqual({ scanned: 6, last_id: ids[5], reached_recent: false, completed: 1, cancelled: 1 });
       expect(await remaining(ids)).toEqual([ids[1], ids[3], ids[4], ids[5], ids[6]]);
       await holder.query('ROLLBACK');
 
-      const [rest] = await db.query(sql.pruneFinishedChunk, [before.toString(), 6, 30 * 60_000]);
+      const [rest] = await db.query(sql.pruneFinishedChunk, [before.toString(), 6, 30 * 60_000, 0]);
       expect(rest).toEqual({ scanned: 5, last_id: ids[6], reached_recent: false, completed: 2, cancelled: 0 });
       expect(await remaining(ids)).toEqual([ids[1], ids[3], ids[4]]);
     } finally {
       await holder.end();
     }
     const recent = await insertRows([{ status: 'completed', ageMs: 1_000, finishedAgoMs: 500 }]);
-    const [end] = await db.query(sql.pruneFinishedChunk, [ids[6], 1_000, 30 * 60_000]);
+    const [end] = await db.query(sql.pruneFinishedChunk, [ids[6], 1_000, 30 * 60_000, 0]);
     expect(end).toEqual({ scanned: 1, last_id: recent[0], reached_recent: true, completed: 0, cancelled: 0 });
     await db.query('DELETE FROM job_queue.jobs');
   });
@@ -170,7 +170,7 @@ describe('retention', () => {
       for (const analysed of [false, true]) {
         if (analysed) await db.query('ANALYZE job_queue.jobs');
         const plan = await db.query<{ 'QUERY PLAN': string }>(
-          `EXPLAIN ${sql.pruneFinishedChunk.replaceAll('$1', "'0'").replaceAll('$2', '1000').replaceAll('$3', '60000')}`,
+          `EXPLAIN ${sql.pruneFinishedChunk.replaceAll('$1', "'0'").replaceAll('$2', '1000').replaceAll('$3', '60000').replaceAll('$4', '0')}`,
         );
         const text = plan.map((row) => row['QUERY PLAN']).join('\n');
         expect(text, text).not.toContain('Seq Scan');

@@ -195,9 +195,12 @@ export interface JobStore {
   markStarted(jobId: string): Promise<void>;
   /**
    * Retention, one chunk of the table in id order: looks at up to `chunk` jobs after id `afterId`
-   * and deletes those completed, or cancelled, more than `olderThanMs` ago.
+   * and deletes those completed, or cancelled, more than `olderThanMs` ago; a completed job whose
+   * enqueueAndWait caller has not read it yet, only once it completed more than `awaitedMs` ago too.
    */
-  pruneFinishedChunk(afterId: string, chunk: number, olderThanMs: number): Promise<PrunedChunk>;
+  pruneFinishedChunk(afterId: string, chunk: number, olderThanMs: number, awaitedMs: number): Promise<PrunedChunk>;
+  /** An enqueueAndWait caller has read its completed job: retention may delete it from now on. */
+  markResultRead(jobId: string): Promise<void>;
   /** The shared position of the retention walk (maintenance leader only). */
   retentionWalk(): Promise<RetentionWalk>;
   /** Saves the walk's position; it may go on again `restMs` from now (database clock). */

@@ -43,14 +43,14 @@ export class MaintenanceQueries {
     return (await this.executor.query(this.sql.pruneStarts, [olderThanMs])).rowCount;
   }
 
-  async pruneFinishedChunk(afterId: string, chunk: number, olderThanMs: number): Promise<PrunedChunk> {
+  async pruneFinishedChunk(afterId: string, chunk: number, olderThanMs: number, awaitedMs: number): Promise<PrunedChunk> {
     const { rows } = await this.executor.query<{
       scanned: number;
       last_id: string | null;
       reached_recent: boolean;
       completed: number;
       cancelled: number;
-    }>(this.sql.pruneFinishedChunk, [afterId, chunk, olderThanMs]);
+    }>(this.sql.pruneFinishedChunk, [afterId, chunk, olderThanMs, awaitedMs]);
     const row = rows[0];
     return { scanned: row.scanned, lastId: row.last_id, reachedRecent: row.reached_recent, completed: row.completed, cancelled: row.cancelled };
   }
@@ -62,6 +62,10 @@ export class MaintenanceQueries {
 
   async saveRetentionWalk(walkedTo: string, restMs: number): Promise<void> {
     await this.executor.query(this.sql.saveRetentionWalk, [walkedTo, restMs]);
+  }
+
+  async markResultRead(jobId: string): Promise<void> {
+    await this.executor.query(this.sql.markResultRead, [jobId]);
   }
 
   async pruneDead(olderThanMs: number, limit: number): Promise<number> {

@@ -46,22 +46,26 @@ export function maintenanceSql({ schema, jobs, starts, walk, channel }: JobTable
     /**
      * Retention of completed and cancelled jobs, without an index of them (each completion would
      * pay for its entry): one chunk of the table in id order, the $2 rows after id $1, deleting
-     * those completed, or cancelled, more than $3 ms ago (cancelled by creation time). The pruner
-     * walks the table chunk by chunk and starts over once a chunk ends in rows created within the
-     * retention window: ids grow with creation time, so nothing beyond can have expired yet.
-     * Candidates are locked FOR UPDATE SKIP LOCKED, which rechecks status and age on the row's
-     * latest version: a row changed or held meanwhile (a concurrent retryDead) is left alone.
+     * those completed, or cancelled, more than $3 ms ago (cancelled by creation time); a completed
+     * job whose enqueueAndWait caller has not read it yet (notify_on_finish still set) only once
+     * it completed more than $4 ms ago as well. The pruner walks the table chunk by chunk and
+     * starts over once a chunk ends in rows created within the retention window: ids grow with
+     * creation time, so nothing beyond can have expired yet. Candidates are locked FOR UPDATE SKIP
+     * LOCKED, which rechecks status and age on the row's latest version: a row changed or held
+     * meanwhile (a concurrent retryDead) is left alone.
      */
     pruneFinishedChunk: `
       WITH scanned AS MATERIALIZED (
-        SELECT id, status, created_at, completed_at FROM ${jobs} WHERE id > $1::bigint ORDER BY id LIMIT $2
+        SELECT id, status, created_at, completed_at, notify_on_finish FROM ${jobs} WHERE id > $1::bigint ORDER BY id LIMIT $2
       ), doomed AS (
         SELECT j.id FROM ${jobs} j
         WHERE j.id = ANY (ARRAY(
                 SELECT id FROM scanned
-                WHERE (status = 'completed' AND completed_at < now() - $3 * interval '1 millisecond')
+                WHERE (status = 'completed' AND completed_at < now() - $3 * interval '1 millisecond'
+                       AND (NOT notify_on_finish OR completed_at < now() - $4 * interval '1 millisecond'))
                    OR (status = 'cancelled' AND created_at < now() - $3 * interval '1 millisecond')))
-          AND ((j.status = 'completed' AND j.completed_at < now() - $3 * interval '1 millisecond')
+          AND ((j.status = 'completed' AND j.completed_at < now() - $3 * interval '1 millisecond'
+                AND (NOT j.notify_on_finish OR j.completed_at < now() - $4 * interval '1 millisecond'))
                OR (j.status = 'cancelled' AND j.created_at < now() - $3 * interval '1 millisecond'))
         FOR UPDATE SKIP LOCKED
       ), deleted AS (
@@ -87,6 +91,14 @@ export function maintenanceSql({ schema, jobs, starts, walk, channel }: JobTable
       INSERT INTO ${walk} (only_row, walked_to, rest_until)
       VALUES (true, $1::bigint, now() + $2 * interval '1 millisecond')
       ON CONFLICT (only_row) DO UPDATE SET walked_to = EXCLUDED.walked_to, rest_until = EXCLUDED.rest_until`,
+
+    /**
+     * An enqueueAndWait caller has read its job's result (with `retention.completedMs` 0, the one
+     * completed row a completion keeps): from now on it is an ordinary finished job, which the
+     * retention walk deletes. Only a completed row changes, and no worker writes those; a pruner
+     * deleting it meanwhile leaves nothing to update.
+     */
+    markResultRead: `UPDATE ${jobs} SET notify_on_finish = false WHERE id = $1 AND status = 'completed' AND notify_on_finish`,
 
     /** Dead letters past their age, oldest first, on the dead-letter index; SKIP LOCKED as above. */
     pruneDead: `

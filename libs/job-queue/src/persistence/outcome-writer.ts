@@ -13,14 +13,24 @@ const NONE_MISSED: ReadonlySet<string> = new Set();
  * after the claim presents the lease token and reports whether it applied.
  */
 export class OutcomeWriter {
+  /** The completion statements, chosen once: the deleting ones when `retention.completedMs` is 0. */
+  private readonly completeSql: string;
+  private readonly completeManySql: string;
+  private readonly completeManyName: string;
+
   constructor(
     private readonly executor: SqlExecutor,
     private readonly sql: OutcomeSql,
     private readonly named: StatementNamer,
-  ) {}
+    deleteOnComplete = false,
+  ) {
+    this.completeSql = deleteOnComplete ? sql.completeDeleting : sql.complete;
+    this.completeManySql = deleteOnComplete ? sql.completeManyDeleting : sql.completeMany;
+    this.completeManyName = named(deleteOnComplete ? 'completeManyDeleting' : 'completeMany');
+  }
 
   async complete(lease: Lease, resultJson: string): Promise<boolean> {
-    return applied(await this.executor.query(this.sql.complete, [lease.id, lease.leaseToken, resultJson]));
+    return applied(await this.executor.query(this.completeSql, [lease.id, lease.leaseToken, resultJson]));
   }
 
   async completeMany(completions: ReadonlyArray<{ lease: Lease; resultJson: string }>): Promise<ReadonlySet<string>> {
@@ -28,9 +38,9 @@ export class OutcomeWriter {
     const leases = completions.map((c) => c.lease);
     const [others, usual] = leaseTokens(leases);
     const { rows } = await this.executor.query<{ missed: string | null }>(
-      this.sql.completeMany,
+      this.completeManySql,
       [idArray(leases), others, resultsById(completions), usual],
-      this.named('completeMany'),
+      this.completeManyName,
     );
     // Exactly one row, always: without it, nothing would tell an applied completion from a lost one.
     if (rows.length !== 1) throw new Error(`completeMany returned ${rows.length} rows, expected 1`);

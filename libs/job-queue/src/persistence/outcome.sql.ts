@@ -4,6 +4,9 @@ import type { JobTables } from './job-tables.js';
 export const attemptError = (attempt: string, worker: string, error: string) =>
   `jsonb_build_array(jsonb_build_object('attempt', ${attempt}, 'at', now(), 'workerId', ${worker}, 'error', ${error}))`;
 
+/** The token check of heldBy, alone: the token this worker holds for row j. */
+const holdsToken = (others: string, usual: string) => `j.lease_token = COALESCE((${others}::jsonb ->> j.id::text)::uuid, ${usual}::uuid)`;
+
 /**
  * The rows of a batch this worker still holds: found on the primary key (`= ANY (ARRAY(…))`
  * hides the array's size from the planner, so it never prefers a table scan or a status index
@@ -14,7 +17,7 @@ export const attemptError = (attempt: string, worker: string, error: string) =>
  * token means: still this worker's, still running.
  */
 const heldBy = (ids: string, others: string, usual: string) =>
-  `j.id = ANY (ARRAY(SELECT unnest(${ids}::bigint[]))) AND j.lease_token = COALESCE((${others}::jsonb ->> j.id::text)::uuid, ${usual}::uuid)`;
+  `j.id = ANY (ARRAY(SELECT unnest(${ids}::bigint[]))) AND ${holdsToken(others, usual)}`;
 
 /**
  * The writes of a running attempt, each fenced by its lease token (or, for the effect ledger,
@@ -61,6 +64,53 @@ export function outcomeSql({ jobs, starts, effects, channel }: JobTables) {
       )
       SELECT CASE WHEN (SELECT count(*) FROM done) < cardinality($1::bigint[])
                   THEN (SELECT string_agg(i::text, ',') FROM unnest($1::bigint[]) AS i WHERE i NOT IN (SELECT id FROM done))
+             END AS missed,
+             (SELECT count(*) FROM notified)::int AS notified`,
+
+    /**
+     * complete when `retention.completedMs` is 0: the job's row is deleted instead, fenced by the
+     * same token (the DELETE rechecks it on the row's latest version, as the UPDATE does). A job an
+     * enqueueAndWait caller waits for is completed as usual instead, its result kept for that
+     * caller, and notified; notify_on_finish never changes while a job runs, so each job is
+     * matched by exactly one of the two.
+     */
+    completeDeleting: `
+      WITH deleted AS (
+        DELETE FROM ${jobs} WHERE id = $1 AND lease_token = $2 AND status = 'processing' AND NOT notify_on_finish
+        RETURNING id
+      ), kept AS (
+        UPDATE ${jobs}
+        SET status = 'completed', completed_at = now(), result = NULLIF($3::jsonb, 'null'::jsonb),
+            lease_token = NULL, lease_expires_at = NULL
+        WHERE id = $1 AND lease_token = $2 AND status = 'processing' AND notify_on_finish
+        RETURNING id
+      )
+      SELECT ((SELECT count(*) FROM deleted) + (SELECT count(*) FROM kept))::int AS applied,
+             (SELECT count(*) FROM (SELECT pg_notify('${channel}', 'finished:' || id) FROM kept) n)::int AS notified`,
+
+    /**
+     * completeMany when `retention.completedMs` is 0, fenced per row exactly like it: the jobs
+     * nobody waits for are deleted; the awaited ones, looked up again only among the ids the DELETE
+     * did not take (usually none), are completed and notified as completeMany does. Same reply.
+     */
+    completeManyDeleting: `
+      WITH deleted AS (
+        DELETE FROM ${jobs} j
+        WHERE ${heldBy('$1', '$2', '$4')} AND NOT j.notify_on_finish
+        RETURNING j.id
+      ), kept AS (
+        UPDATE ${jobs} j
+        SET status = 'completed', completed_at = now(), result = $3::jsonb -> (j.id::text),
+            lease_token = NULL, lease_expires_at = NULL
+        WHERE j.id = ANY (ARRAY(SELECT unnest($1::bigint[]) EXCEPT ALL SELECT id FROM deleted))
+          AND ${holdsToken('$2', '$4')} AND j.notify_on_finish
+        RETURNING j.id
+      ), notified AS (
+        SELECT pg_notify('${channel}', 'finished:' || id) FROM kept
+      )
+      SELECT CASE WHEN (SELECT count(*) FROM deleted) + (SELECT count(*) FROM kept) < cardinality($1::bigint[])
+                  THEN (SELECT string_agg(i::text, ',') FROM unnest($1::bigint[]) AS i
+                        WHERE i NOT IN (SELECT id FROM deleted UNION ALL SELECT id FROM kept))
              END AS missed,
              (SELECT count(*) FROM notified)::int AS notified`,
 

@@ -41,11 +41,15 @@ export interface PostgresJobStoreSettings {
   readonly prepare: boolean;
   /** Claims wait for their WAL flush like every other write (see ClaimQuery). */
   readonly synchronousClaims: boolean;
+  /** `retention.completedMs: 0`: completing a job deletes it (unless a waiter needs its result). */
+  readonly deleteOnComplete?: boolean;
 }
 
 /** The store's settings from the module's resolved options: statements are prepared while `listen` is on. */
-export function storeSettings(options: Pick<ResolvedJobQueueOptions, 'listen' | 'synchronousClaims'>): PostgresJobStoreSettings {
-  return { prepare: options.listen, synchronousClaims: options.synchronousClaims };
+export function storeSettings(
+  options: Pick<ResolvedJobQueueOptions, 'listen' | 'synchronousClaims' | 'retention'>,
+): PostgresJobStoreSettings {
+  return { prepare: options.listen, synchronousClaims: options.synchronousClaims, deleteOnComplete: options.retention.completedMs === 0 };
 }
 
 /**
@@ -74,10 +78,10 @@ export class PostgresJobStore implements JobStore {
     const outcomes = outcomeSql(tables);
     this.enqueuer = new JobEnqueuer(executor, enqueueSql(tables), named);
     this.claimer = new JobClaimer(pool, executor, claimSql(tables), named, schema, settings);
-    this.outcomes = new OutcomeWriter(executor, outcomes, named);
+    this.outcomes = new OutcomeWriter(executor, outcomes, named, settings.deleteOnComplete);
     this.admin = new AdminQueries(executor, adminSql(tables));
     this.maintenance = new MaintenanceQueries(executor, maintenanceSql(tables), circuitSql(tables));
-    this.completeSql = outcomes.complete;
+    this.completeSql = settings.deleteOnComplete ? outcomes.completeDeleting : outcomes.complete;
   }
 
   // Each method hands the call on as it is (no await of its own), so the hot path gains no step.
@@ -153,8 +157,12 @@ export class PostgresJobStore implements JobStore {
     return this.maintenance.pruneStarts(olderThanMs);
   }
 
-  pruneFinishedChunk(afterId: string, chunk: number, olderThanMs: number): Promise<PrunedChunk> {
-    return this.maintenance.pruneFinishedChunk(afterId, chunk, olderThanMs);
+  pruneFinishedChunk(afterId: string, chunk: number, olderThanMs: number, awaitedMs: number): Promise<PrunedChunk> {
+    return this.maintenance.pruneFinishedChunk(afterId, chunk, olderThanMs, awaitedMs);
+  }
+
+  markResultRead(jobId: string): Promise<void> {
+    return this.maintenance.markResultRead(jobId);
   }
 
   retentionWalk(): Promise<RetentionWalk> {

@@ -13,9 +13,14 @@ const POLL_MAX_MS = 1_000;
  * row each time (the row, not the notification, is the truth), with a slow poll as a fallback.
  */
 export class JobCompletionWaiter {
+  /**
+   * `markRead`: with `retention.completedMs` 0 a completion keeps an awaited job's row only for
+   * its waiter, which says once it has read the result; retention then deletes it.
+   */
   constructor(
     private readonly store: JobStore,
     private readonly hub: JobNotificationHub,
+    private readonly markRead = false,
   ) {}
 
   /** Call before the job is enqueued, so its notification cannot be missed. */
@@ -25,7 +30,7 @@ export class JobCompletionWaiter {
     const unsubscribe = await this.hub.subscribe((notification) => {
       if ((notification.kind === 'finished' || notification.kind === 'cancel') && notification.jobId === watchedId) wake?.();
     });
-    const store = this.store;
+    const { store, markRead } = this;
     return {
       cancel: unsubscribe,
       async wait(jobId, timeoutMs) {
@@ -42,7 +47,11 @@ export class JobCompletionWaiter {
             try {
               const job = await store.getJob(jobId);
               if (!job) throw new JobFailedError(jobId, 'cancelled', 'the job no longer exists');
-              if (job.status === 'completed') return job.result;
+              if (job.status === 'completed') {
+                // Best effort: a row whose read is not recorded is deleted an hour after it completed.
+                if (markRead) await store.markResultRead(jobId).catch(() => undefined);
+                return job.result;
+              }
               if (job.status === 'dead' || job.status === 'cancelled') throw new JobFailedError(jobId, job.status, job.lastError);
               status = job.status;
             } catch (error) {

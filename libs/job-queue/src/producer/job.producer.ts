@@ -22,7 +22,7 @@ export class JobProducer {
     private readonly backpressure: Backpressure,
     hub: JobNotificationHub,
   ) {
-    this.waiter = new JobCompletionWaiter(store, hub);
+    this.waiter = new JobCompletionWaiter(store, hub, options.retention.completedMs === 0);
   }
 
   private readonly waiter: JobCompletionWaiter;
