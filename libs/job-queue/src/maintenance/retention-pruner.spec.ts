@@ -1,15 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import type { JobStore, PrunedChunk } from '../persistence/job.store.js';
-import { RetentionPruner } from './retention-pruner.js';
+import { DEFAULT_PASS_BUDGET_MS, RetentionPruner, type RetentionSettings, UNREAD_RESULT_MS } from './retention-pruner.js';
 
 /**
  * A store whose chunks come from a script, with the walk's shared state as the database keeps it
- * (`clock.now` stands for the database clock); it records each call.
+ * (`clock.now` stands for the database clock); it records each call. Each chunk and each dead
+ * letter batch takes `costMs` on the pruner's own clock (`passClock`).
  */
-function scriptedStore(chunks: Array<Partial<PrunedChunk>>, deadLeft = 0) {
+function scriptedStore(chunks: Array<Partial<PrunedChunk>>, deadLeft = 0, costMs = 0) {
   const clock = { now: 1_000_000 };
+  const passClock = { now: 0 };
   const state = { walkedTo: '0', restUntil: -Infinity };
-  const walked: Array<[string, number, number]> = [];
+  const walked: Array<[string, number, number, number]> = [];
   const dead: Array<[number, number]> = [];
   const starts: number[] = [];
   const store = {
@@ -20,14 +22,16 @@ function scriptedStore(chunks: Array<Partial<PrunedChunk>>, deadLeft = 0) {
       state.walkedTo = walkedTo;
       state.restUntil = clock.now + restMs;
     },
-    async pruneFinishedChunk(afterId: string, chunk: number, olderThanMs: number): Promise<PrunedChunk> {
-      walked.push([afterId, chunk, olderThanMs]);
+    async pruneFinishedChunk(afterId: string, chunk: number, olderThanMs: number, awaitedMs: number): Promise<PrunedChunk> {
+      walked.push([afterId, chunk, olderThanMs, awaitedMs]);
+      passClock.now += costMs;
       const next = chunks.shift();
       if (!next) throw new Error('walked further than the script');
       return { scanned: chunk, lastId: null, reachedRecent: false, completed: 0, cancelled: 0, ...next };
     },
     async pruneDead(olderThanMs: number, limit: number) {
       dead.push([olderThanMs, limit]);
+      passClock.now += costMs;
       const deleted = Math.min(limit, deadLeft);
       deadLeft -= deleted;
       return deleted;
@@ -37,42 +41,54 @@ function scriptedStore(chunks: Array<Partial<PrunedChunk>>, deadLeft = 0) {
       return 0;
     },
   } as unknown as JobStore;
-  return { store, clock, state, walked, dead, starts };
+  const pruner = (settings: RetentionSettings) => new RetentionPruner(settings, () => passClock.now);
+  return { store, clock, passClock, state, walked, dead, starts, pruner };
 }
 
 const full = (lastId: number, completed = 0): Partial<PrunedChunk> => ({ lastId: String(lastId), completed });
 
 describe('RetentionPruner', () => {
-  it('walks completed and cancelled jobs a chunk at a time, five chunks a pass, and the next pass goes on from there', async () => {
-    const chunks = Array.from({ length: 7 }, (_, i) => full((i + 1) * 1_000, 1_000));
-    chunks[6] = { scanned: 400, lastId: '6400', completed: 300, cancelled: 5 };
-    const { store, walked, state } = scriptedStore(chunks);
-    const pruner = new RetentionPruner({ completedMs: 50_000, deadMs: 1, startsMs: 0 });
+  it('walks chunk after chunk while the pass is within its time budget, and the next pass goes on from there', async () => {
+    // 10 ms a chunk: 25 chunks fill the 250 ms budget.
+    const chunks = Array.from({ length: 27 }, (_, i) => full((i + 1) * 1_000, 1_000));
+    chunks[26] = { scanned: 400, lastId: '26400', completed: 300, cancelled: 5 };
+    const { store, walked, state, pruner: make } = scriptedStore(chunks, 0, 10);
+    const pruner = make({ completedMs: 50_000, deadMs: 1, startsMs: 0 });
 
-    expect(await pruner.runOnce(store)).toEqual({ completed: 5_000, cancelled: 0, dead: 0 });
-    expect(walked.map(([after]) => after)).toEqual(['0', '1000', '2000', '3000', '4000']);
-    expect(walked.every(([, chunk, age]) => chunk === 1_000 && age === 50_000)).toBe(true);
-    expect(state.walkedTo).toBe('5000');
+    expect(DEFAULT_PASS_BUDGET_MS).toBe(250);
+    expect(await pruner.runOnce(store)).toEqual({ completed: 25_000, cancelled: 0, dead: 0 });
+    expect(walked.map(([after]) => after)).toEqual(Array.from({ length: 25 }, (_, i) => String(i * 1_000)));
+    expect(walked.every(([, chunk, age, awaited]) => chunk === 1_000 && age === 50_000 && awaited === 0)).toBe(true);
+    expect(state.walkedTo).toBe('25000');
 
     expect(await pruner.runOnce(store)).toEqual({ completed: 1_300, cancelled: 5, dead: 0 });
-    expect(walked.slice(5).map(([after]) => after)).toEqual(['5000', '6000']);
+    expect(walked.slice(25).map(([after]) => after)).toEqual(['25000', '26000']);
+  });
+
+  it('a slow database gets fewer chunks a pass, and always at least one', async () => {
+    const { store, walked, state, pruner: make } = scriptedStore(Array.from({ length: 5 }, (_, i) => full((i + 1) * 1_000)), 0, 100);
+    await make({ completedMs: 50_000, deadMs: 1, startsMs: 0 }).runOnce(store);
+    expect(walked.map(([after]) => after)).toEqual(['0', '1000', '2000']);
+    await make({ completedMs: 50_000, deadMs: 1, startsMs: 0, passBudgetMs: 0 }).runOnce(store);
+    expect(walked.map(([after]) => after)).toEqual(['0', '1000', '2000', '3000']);
+    expect(state.walkedTo).toBe('4000');
   });
 
   it('is one walk for every process: another pruner (a new leader) carries on where the last pass stopped', async () => {
-    const { store, walked } = scriptedStore(Array.from({ length: 10 }, (_, i) => full((i + 1) * 1_000)));
-    await new RetentionPruner({ completedMs: 50_000, deadMs: 1, startsMs: 0 }).runOnce(store);
-    await new RetentionPruner({ completedMs: 50_000, deadMs: 1, startsMs: 0 }).runOnce(store);
+    const { store, walked, pruner } = scriptedStore(Array.from({ length: 10 }, (_, i) => full((i + 1) * 1_000)), 0, 50);
+    await pruner({ completedMs: 50_000, deadMs: 1, startsMs: 0 }).runOnce(store);
+    await pruner({ completedMs: 50_000, deadMs: 1, startsMs: 0 }).runOnce(store);
     expect(walked.map(([after]) => after)).toEqual(['0', '1000', '2000', '3000', '4000', '5000', '6000', '7000', '8000', '9000']);
   });
 
   it('starts over from the beginning once a chunk ends in recent jobs, after resting a tenth of the retention', async () => {
-    const { store, clock, walked } = scriptedStore([
+    const { store, clock, walked, pruner: make } = scriptedStore([
       full(1_000, 10),
       { lastId: '2000', reachedRecent: true, completed: 3 },
       full(1_000),
       { scanned: 0, lastId: null },
     ]);
-    const pruner = new RetentionPruner({ completedMs: 20_000, deadMs: 1, startsMs: 0 });
+    const pruner = make({ completedMs: 20_000, deadMs: 1, startsMs: 0 });
 
     expect((await pruner.runOnce(store)).completed).toBe(13);
     expect(walked.map(([after]) => after)).toEqual(['0', '1000']);
@@ -91,8 +107,8 @@ describe('RetentionPruner', () => {
   });
 
   it('rests at most a minute between walks, however long the retention', async () => {
-    const { store, clock, walked } = scriptedStore([{ scanned: 10, lastId: '10' }, { scanned: 10, lastId: '10' }]);
-    const pruner = new RetentionPruner({ completedMs: 7 * 24 * 3_600_000, deadMs: 1, startsMs: 0 });
+    const { store, clock, walked, pruner: make } = scriptedStore([{ scanned: 10, lastId: '10' }, { scanned: 10, lastId: '10' }]);
+    const pruner = make({ completedMs: 7 * 24 * 3_600_000, deadMs: 1, startsMs: 0 });
     await pruner.runOnce(store);
     clock.now += 59_999;
     await pruner.runOnce(store);
@@ -102,11 +118,32 @@ describe('RetentionPruner', () => {
     expect(walked).toHaveLength(2);
   });
 
-  it('prunes dead letters by their own age, at most five batches a pass, and prunes rate-limit starts', async () => {
-    const { store, dead, starts } = scriptedStore([{ scanned: 0 }], 7_000);
-    const pruned = await new RetentionPruner({ completedMs: 10, deadMs: 20, startsMs: 1_100 }).runOnce(store);
-    expect(pruned.dead).toBe(5_000);
-    expect(dead).toEqual(Array.from({ length: 5 }, () => [20, 1_000]));
+  it('prunes dead letters by their own age, batch after batch within the budget, and prunes rate-limit starts', async () => {
+    const { store, dead, starts, pruner } = scriptedStore([{ scanned: 0 }], 7_000);
+    const pruned = await pruner({ completedMs: 10, deadMs: 20, startsMs: 1_100 }).runOnce(store);
+    expect(pruned.dead).toBe(7_000);
+    expect(dead).toEqual(Array.from({ length: 8 }, () => [20, 1_000]));
     expect(starts).toEqual([1_100]);
+  });
+
+  it('deletes at least one batch of dead letters a pass, even after a walk that used the whole budget', async () => {
+    const { store, dead, pruner } = scriptedStore(Array.from({ length: 3 }, (_, i) => full((i + 1) * 1_000)), 7_000, 200);
+    const pruned = await pruner({ completedMs: 10, deadMs: 20, startsMs: 0 }).runOnce(store);
+    expect(pruned.dead).toBe(1_000);
+    expect(dead).toHaveLength(1);
+  });
+
+  it('with completedMs 0 (delete on complete), keeps unread awaited results an hour, and rests a minute between walks', async () => {
+    const { store, clock, walked, pruner } = scriptedStore([{ scanned: 10, lastId: '10', cancelled: 2 }, { scanned: 0, lastId: null }]);
+    const deleting = pruner({ completedMs: 0, deadMs: 1, startsMs: 0 });
+    expect(await deleting.runOnce(store)).toEqual({ completed: 0, cancelled: 2, dead: 0 });
+    expect(walked).toEqual([['0', 1_000, 0, UNREAD_RESULT_MS]]);
+    expect(UNREAD_RESULT_MS).toBe(3_600_000);
+    clock.now += 59_999;
+    await deleting.runOnce(store);
+    expect(walked).toHaveLength(1);
+    clock.now += 1;
+    await deleting.runOnce(store);
+    expect(walked).toHaveLength(2);
   });
 });

@@ -1,22 +1,36 @@
+import { monotonicNow } from '../base/monotonic-clock.js';
 import type { JobStore } from '../persistence/job.store.js';
 
-/** Jobs looked at per statement by the walk over completed and cancelled jobs, and statements per pass. */
+/** Jobs looked at per statement by the walk over completed and cancelled jobs. */
 const CHUNK = 1_000;
-const CHUNKS_PER_PASS = 5;
-/** Dead letters per DELETE, and statements per pass. */
+/** Dead letters per DELETE. */
 const DEAD_BATCH = 1_000;
-const DEAD_BATCHES_PER_PASS = 5;
+/**
+ * How long a pass goes on deleting while rows remain: chunk after chunk until this much time has
+ * passed, so the pruner deletes as fast as jobs finish instead of a fixed number a pass
+ * (docs/decisions/0070-retention-at-full-speed.md). A quarter of the default maintenance
+ * interval; the pass is one transaction, and a short one holds back no vacuum.
+ */
+export const DEFAULT_PASS_BUDGET_MS = 250;
 /**
  * Between two walks, a rest of a tenth of the retention, at most a minute: a table with nothing
  * created before the retention window then costs one chunk a minute.
  */
 const MAX_REST_MS = 60_000;
+/**
+ * With `completedMs` 0, a completed job an enqueueAndWait caller has not read (it timed out, or
+ * its process is gone) is kept this long; one that has been read goes on the next walk.
+ */
+export const UNREAD_RESULT_MS = 3_600_000;
 
 export interface RetentionSettings {
+  /** 0: completions delete their jobs; the walk then removes cancelled jobs and read results. */
   completedMs: number;
   deadMs: number;
   /** Rate-limit start records older than this are never read again. */
   startsMs: number;
+  /** @default DEFAULT_PASS_BUDGET_MS */
+  passBudgetMs?: number;
 }
 
 export interface Pruned {
@@ -29,42 +43,57 @@ export interface Pruned {
  * Deletes finished jobs past their retention, and rate-limit starts past every window.
  *
  * Completed and cancelled jobs have no index of their own (a completion would pay for its entry),
- * so they are found by walking the table in id order, a chunk per statement and a few chunks per
- * pass. Ids grow with creation time, and a job is created before it finishes, so the walk starts
- * over from the beginning once a chunk ends in jobs created within the retention window, and
- * rests a while first. Where the walk is and when it may go on are kept in the database and
- * written in the pass's transaction: every process that leads a pass carries on the same walk,
- * and a pass that fails leaves the walk where it was.
+ * so they are found by walking the table in id order, a chunk per statement, as many chunks as
+ * the pass's time budget allows. Ids grow with creation time, and a job is created before it
+ * finishes, so the walk starts over from the beginning once a chunk ends in jobs created within
+ * the retention window, and rests a while first. Where the walk is and when it may go on are kept
+ * in the database and written in the pass's transaction: every process that leads a pass carries
+ * on the same walk, and a pass that fails leaves the walk where it was.
  */
 export class RetentionPruner {
-  constructor(private readonly settings: RetentionSettings) {}
+  private readonly passBudgetMs: number;
+  private readonly restMs: number;
+  private readonly unreadResultMs: number;
+
+  constructor(
+    private readonly settings: RetentionSettings,
+    private readonly clock: () => number = monotonicNow,
+  ) {
+    this.passBudgetMs = settings.passBudgetMs ?? DEFAULT_PASS_BUDGET_MS;
+    // With completedMs 0 nothing is ever "recent": each walk reads the whole table, so it rests
+    // the longest (completions delete their own jobs; only cancelled jobs and read results wait).
+    this.restMs = settings.completedMs === 0 ? MAX_REST_MS : Math.min(MAX_REST_MS, Math.ceil(settings.completedMs / 10));
+    this.unreadResultMs = settings.completedMs === 0 ? UNREAD_RESULT_MS : 0;
+  }
 
   async runOnce(store: JobStore): Promise<Pruned> {
+    const deadline = this.clock() + this.passBudgetMs;
     const pruned: Pruned = { completed: 0, cancelled: 0, dead: 0 };
-    await this.walk(store, pruned);
-    for (let i = 0; i < DEAD_BATCHES_PER_PASS; i++) {
+    await this.walk(store, pruned, deadline);
+    // At least one batch of dead letters each pass, however long the walk took.
+    for (;;) {
       const deleted = await store.pruneDead(this.settings.deadMs, DEAD_BATCH);
       pruned.dead += deleted;
-      if (deleted < DEAD_BATCH) break;
+      if (deleted < DEAD_BATCH || this.clock() >= deadline) break;
     }
     if (this.settings.startsMs > 0) await store.pruneStarts(this.settings.startsMs);
     return pruned;
   }
 
-  private async walk(store: JobStore, pruned: Pruned): Promise<void> {
+  private async walk(store: JobStore, pruned: Pruned, deadline: number): Promise<void> {
     const walk = await store.retentionWalk();
     if (!walk.due) return;
     let walkedTo = walk.walkedTo;
-    for (let i = 0; i < CHUNKS_PER_PASS; i++) {
-      const chunk = await store.pruneFinishedChunk(walkedTo, CHUNK, this.settings.completedMs);
+    do {
+      const chunk = await store.pruneFinishedChunk(walkedTo, CHUNK, this.settings.completedMs, this.unreadResultMs);
       pruned.completed += chunk.completed;
       pruned.cancelled += chunk.cancelled;
       if (chunk.scanned < CHUNK || chunk.reachedRecent || chunk.lastId === null) {
-        await store.saveRetentionWalk('0', Math.min(MAX_REST_MS, Math.ceil(this.settings.completedMs / 10)));
+        await store.saveRetentionWalk('0', this.restMs);
         return;
       }
       walkedTo = chunk.lastId;
-    }
+    } while (this.clock() < deadline);
     await store.saveRetentionWalk(walkedTo, 0);
   }
 }
