@@ -78,7 +78,7 @@ export class ClaimBuffer {
     return this.returning.length;
   }
 
-  /** Waiting attempts per type. */
+  /** Waiting attempts per type (not those being handed back). */
   get byType(): ReadonlyMap<string, number> {
     return this.waitingByType;
   }
