@@ -216,7 +216,14 @@ export class Worker implements LeaseHolder, AttemptOwner, AttemptStarter {
     const request = this.pacer.plan(this.recording);
     if (!request) return null;
     this.buffer.claimSent();
-    return { request, nudgesAtSend: this.nudges, sentAt: this.now(), claimed: this.store.claim(request) };
+    let claimed: Promise<ClaimedJob[]>;
+    try {
+      claimed = this.store.claim(request);
+    } catch (error) {
+      // A store that throws instead of rejecting must not end the loop: the claim fails like any other.
+      claimed = Promise.reject(error);
+    }
+    return { request, nudgesAtSend: this.nudges, sentAt: this.now(), claimed };
   }
 
   private landClaim(claimed: readonly ClaimedJob[], sentAt: number): void {
