@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidJobError } from '../errors/invalid-job.error.js';
 import { StoreRefusedDataError } from '../errors/store-refused-data.error.js';
 import { StoreUnavailableError } from '../errors/store-unavailable.error.js';
-import { isRefusedData, isUnavailable, sqlStateOf, toStoreError } from './driver-errors.js';
+import { isReadOnlyServer, isRefusedData, isUnavailable, sqlStateOf, toStoreError } from './driver-errors.js';
 
 /** An error as node-postgres builds it from the server's ErrorResponse. */
 const pgError = (code: string, message = `pg ${code}`) => Object.assign(new pg.DatabaseError(message, 0, 'error'), { code, severity: 'ERROR' });
@@ -33,8 +33,16 @@ describe('driver errors', () => {
     }
   });
 
+  it('counts a write refused by a server that takes none (25006: a standby, a failover under way) as unavailable, and only that code of its class', () => {
+    expect(isUnavailable(pgError('25006'))).toBe(true);
+    expect(isUnavailable(wrapped(pgError('25006')))).toBe(true);
+    expect(isReadOnlyServer(pgError('25006'))).toBe(true);
+    expect(isReadOnlyServer(wrapped(pgError('25006')))).toBe(true);
+    for (const error of [pgError('25P02'), pgError('08006'), new Error('no code'), undefined]) expect(isReadOnlyServer(error)).toBe(false);
+  });
+
   it('does not count a cancelled statement (statement_timeout), refused data or a bug as unavailable', () => {
-    for (const code of ['57014', '22P02', '54001', '42601', '23505']) {
+    for (const code of ['57014', '22P02', '54001', '42601', '23505', '25P02']) {
       expect(isUnavailable(pgError(code))).toBe(false);
       expect(isUnavailable(wrapped(pgError(code)))).toBe(false);
     }

@@ -12,6 +12,9 @@ const PASSING_CLASSES = ['08', '40', '53', '57', '58'];
 /** A statement cancelled (statement_timeout, a cancel request): it would be cancelled again. */
 const QUERY_CANCELED = '57014';
 
+/** A write on a server that takes none: a standby (before or without promotion), or a primary set read-only. */
+const READ_ONLY_SQL_TRANSACTION = '25006';
+
 /**
  * The SQLSTATE of a driver error, or null when it has none (the connection itself failed). TypeORM
  * wraps the driver's error in a QueryFailedError, which copies its `code` and keeps it as
@@ -37,12 +40,22 @@ export function isRefusedData(error: unknown): boolean {
 /**
  * A driver error that may pass by itself: the connection (no SQLSTATE: refused, reset, ended, timed
  * out; or class 08), the server shutting down or starting (57, but not a cancelled statement), out
- * of resources such as connections (53), a system error (58), or a transaction rolled back by a
- * conflict (40). Only for errors that came out of the driver: any other error has no SQLSTATE either.
+ * of resources such as connections (53), a system error (58), a transaction rolled back by a
+ * conflict (40), or a server that takes no writes (25006, as during a failover; see isReadOnlyServer).
+ * Only for errors that came out of the driver: any other error has no SQLSTATE either.
  */
 export function isUnavailable(error: unknown): boolean {
   const state = sqlStateOf(error);
-  return state === null || (PASSING_CLASSES.includes(state.slice(0, 2)) && state !== QUERY_CANCELED);
+  return state === null || state === READ_ONLY_SQL_TRANSACTION || (PASSING_CLASSES.includes(state.slice(0, 2)) && state !== QUERY_CANCELED);
+}
+
+/**
+ * The server refused a write because it takes none (25006): the driver's error, or a server
+ * message (ErrorResponse) as node-postgres reports it. Such a connection stays on that server, so
+ * it is closed rather than pooled: a new one goes where the address now leads (the new primary).
+ */
+export function isReadOnlyServer(error: unknown): boolean {
+  return sqlStateOf(error) === READ_ONLY_SQL_TRANSACTION;
 }
 
 /**

@@ -4,6 +4,7 @@ import { sendCancelRequest, type BackendAddress } from './backend-cancel-request
 import { toStoreError } from './driver-errors.js';
 import type { JobTransaction } from './job.store.js';
 import { applied } from './outcome-writer.js';
+import { watchReadOnlyServer } from './pool-transaction.js';
 import { managerExecutor } from './sql-executor.js';
 
 /**
@@ -25,6 +26,7 @@ export async function beginJobTransaction(dataSource: DataSource, completeSql: s
     throw toStoreError(error);
   }
   const executor = managerExecutor(queryRunner.manager);
+  const readOnly = watchReadOnlyServer(connection);
   let open = true;
   const finish = async (action: () => Promise<void>) => {
     if (!open) return;
@@ -34,6 +36,9 @@ export async function beginJobTransaction(dataSource: DataSource, completeSql: s
     } catch (error) {
       throw toStoreError(error);
     } finally {
+      readOnly.stop();
+      // Ended, the pool drops it: a connection to a server that takes no writes would fail the next job too.
+      if (readOnly.seen) connection.end().catch(() => undefined);
       await queryRunner.release();
     }
   };
@@ -47,6 +52,7 @@ export async function beginJobTransaction(dataSource: DataSource, completeSql: s
     abandon() {
       if (!open) return;
       open = false;
+      readOnly.stop();
       // The connection ends first: statements not yet run on it fail, and the server rolls the
       // transaction back. A statement still running there is cancelled, or its backend (outside
       // the pool's count by then) would hold its locks until it ended. Then the runner is

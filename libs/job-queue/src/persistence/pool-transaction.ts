@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import { toStoreError } from './driver-errors.js';
+import { isReadOnlyServer, toStoreError } from './driver-errors.js';
 import { poolExecutor, type SqlExecutor } from './sql-executor.js';
 
 /**
@@ -20,6 +20,7 @@ export async function inTransaction<T>(pool: Pool, prepare: boolean, work: (exec
   let lost: Error | undefined;
   const onError = (error: Error) => (lost ??= error);
   client.on('error', onError);
+  const readOnly = watchReadOnlyServer(client);
   let failed = true;
   try {
     await run(client, 'BEGIN');
@@ -30,9 +31,30 @@ export async function inTransaction<T>(pool: Pool, prepare: boolean, work: (exec
   } finally {
     if (failed && !lost) await client.query('ROLLBACK').catch(() => undefined);
     client.off('error', onError);
-    // A lost connection is destroyed, not handed out again.
-    client.release(lost);
+    readOnly.stop();
+    // A lost connection is destroyed, not handed out again; so is one whose server takes no writes.
+    client.release(lost ?? readOnly.seen);
   }
+}
+
+/**
+ * Notes whether the server refused a write on `client` as read-only (25006), whichever statement
+ * drew it: the caller's own included, whose errors may never reach us. Such a connection stays
+ * with a standby or a demoted primary, so it must be closed, not pooled. `stop()` before release.
+ * (Statements on the pool need no watch: pg-pool destroys the connection of a failed pool.query.)
+ */
+export function watchReadOnlyServer(client: PoolClient): { readonly seen: boolean; stop(): void } {
+  let seen = false;
+  const onServerError = (message: unknown) => {
+    if (isReadOnlyServer(message)) seen = true;
+  };
+  client.connection.on('errorMessage', onServerError);
+  return {
+    get seen() {
+      return seen;
+    },
+    stop: () => void client.connection.off('errorMessage', onServerError),
+  };
 }
 
 async function run(client: PoolClient, statement: 'BEGIN' | 'COMMIT'): Promise<void> {
