@@ -183,11 +183,10 @@ describe('JobProducer', () => {
       }
     });
 
-    // Fails today, deterministically: each statement inserts its rows in input order, so two
-    // batches that hold the same keys in opposite orders each take one key and wait for the other
-    // (PostgreSQL ends one with "deadlock detected"). Drop `.fails` once enqueue orders its
-    // inserts (or retries the deadlock); the test then passes as it is.
-    it.fails('settles enqueueMany calls that hold the same keys in opposite orders (known bug: deadlock)', async () => {
+    // Inserted in input order, two batches holding the same keys in opposite orders each took one
+    // key and waited for the other, and PostgreSQL ended one with "deadlock detected". The barrier
+    // holds both calls until each has reached a row it pauses on, whatever order it inserts in.
+    it('settles enqueueMany calls that hold the same keys in opposite orders (no deadlock)', async () => {
       const type = 'producer.opposite-order';
       const barrier = 7_240_001;
       // Each call pauses before its second row until the test lets both go, so both have
@@ -214,7 +213,7 @@ describe('JobProducer', () => {
           api.producer.enqueueMany([item('opposite-a', false), item('opposite-b', true)]),
           otherApi.producer.enqueueMany([item('opposite-b', false), item('opposite-a', true)]),
         ]);
-        await waitFor(async () => (await advisoryWaiters(barrier)) === 2, { message: 'both calls at their second row' });
+        await waitFor(async () => (await advisoryWaiters(barrier)) === 2, { message: 'both calls paused at a row' });
         await holder.query(`SELECT pg_advisory_unlock($1)`, [barrier]);
         const outcomes = (await calls).map((call) => (call.status === 'fulfilled' ? 'enqueued' : String(call.reason)));
         expect(outcomes).toEqual(['enqueued', 'enqueued']);

@@ -9,7 +9,10 @@ export class StoreUnavailableError extends JobQueueError {
   readonly code = 'JOB_STORE_UNAVAILABLE';
 
   constructor(cause: unknown) {
-    super(`The job database is unavailable: ${describeCause(cause)}. Retry later; the queue recovers by itself when it is back.`, { cause });
+    super(
+      `The job database could not serve this call now: ${describeCause(cause)}. Retry later; the queue itself recovers once the database answers again.`,
+      { cause },
+    );
   }
 }
 

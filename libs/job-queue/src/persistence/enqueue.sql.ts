@@ -4,9 +4,11 @@ import type { JobTables } from './job-tables.js';
 export function enqueueSql({ schema, jobs, channel }: JobTables) {
   return {
     /**
-     * Inserts a batch in one round trip; ids come from the sequence first so each input maps to
-     * its row. Concurrent enqueues of one idempotency key meet in the unique index: ON CONFLICT
-     * waits for the other transaction and then skips, so exactly one row is written.
+     * Inserts a batch in one round trip; ids come from the sequence first, in input order, so each
+     * input maps to its row. Concurrent enqueues of one idempotency key meet in the unique index:
+     * ON CONFLICT waits for the other transaction and then skips, so exactly one row is written.
+     * Rows go in sorted by key, so two batches holding the same keys in different orders wait for
+     * each other in one order and cannot deadlock.
      */
     enqueue: `
       WITH input AS MATERIALIZED (
@@ -19,7 +21,7 @@ export function enqueueSql({ schema, jobs, channel }: JobTables) {
                              run_at, idempotency_key)
         SELECT id, type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key,
                COALESCE(run_at, now() + delay_ms * interval '1 millisecond'), idempotency_key
-        FROM input ORDER BY ord
+        FROM input ORDER BY type, idempotency_key, ord
         ON CONFLICT (type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING id
       )
