@@ -9,7 +9,7 @@ import { postgresBinDir, startPostgresCluster, type PostgresCluster } from './su
 import { startQueueApp, type QueueApp } from './support/queue-app.js';
 import { skipWithout } from './support/service-process.js';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.js';
-import { waitFor } from './support/wait-for.js';
+import { holdsThroughout, waitFor } from './support/wait-for.js';
 
 const listen = process.env.AJQ_TEST_LISTEN !== 'false';
 
@@ -150,6 +150,15 @@ describe.skipIf(skipWithout('PostgreSQL server binaries (initdb, pg_ctl, pg_base
         await waitFor(() => refusals.slice(beforeSwitch).some(refusedAsReadOnly), {
           message: 'an enqueue refused by the standby in recovery',
         });
+        // The standby answers reads, but readiness must not call a server that takes no writes up.
+        await holdsThroughout(
+          2_500,
+          async () => {
+            expect(await apiReady(), 'the producer ready while the address leads to a read-only standby').toBe(false);
+            expect(await everyReady(false), 'a worker ready while the address leads to a read-only standby').toBe(true);
+          },
+          'readiness to stay down while the address leads to the standby',
+        );
 
         const acknowledgedBeforePromotion = acknowledged.length;
         await cluster.promote(cluster.standby);

@@ -1,3 +1,4 @@
+import { StoreUnavailableError } from '../errors/store-unavailable.error.js';
 import type { AdminSql } from './admin.sql.js';
 import type { JobRecord } from './job-record.js';
 import { JOB_STATUSES, type JobStatus } from './job-status.js';
@@ -57,7 +58,11 @@ export class AdminQueries {
   }
 
   async queueSnapshot(countUpTo: number): Promise<{ depth: number; deadLastHour: number }> {
-    const { rows } = await this.executor.query<{ depth: number; dead_last_hour: number }>(this.sql.queueSnapshot, [countUpTo]);
+    const { rows } = await this.executor.query<{ depth: number; dead_last_hour: number; read_only: boolean }>(this.sql.queueSnapshot, [
+      countUpTo,
+    ]);
+    // A standby (or a primary being failed over) answers reads but refuses every write: readiness must not call it up.
+    if (rows[0].read_only) throw new StoreUnavailableError(new Error('the server accepts no writes (a standby, or a failover under way)'));
     return { depth: rows[0].depth, deadLastHour: rows[0].dead_last_hour };
   }
 

@@ -57,11 +57,12 @@ export function adminSql({ jobs, channel }: JobTables) {
 
     /**
      * Read-only health numbers: waiting jobs (counted up to $1, so a huge backlog stays cheap) and
-     * dead letters of the last hour, both on partial indexes.
+     * dead letters of the last hour, both on partial indexes, and whether the server takes writes.
      */
     queueSnapshot: `
       SELECT (SELECT count(*) FROM (SELECT 1 FROM ${jobs} WHERE status IN ${WAITING_SQL} LIMIT $1) w)::int AS depth,
-             (SELECT count(*) FROM ${jobs} WHERE status = 'dead' AND dead_at > now() - interval '1 hour')::int AS dead_last_hour`,
+             (SELECT count(*) FROM ${jobs} WHERE status = 'dead' AND dead_at > now() - interval '1 hour')::int AS dead_last_hour,
+             (pg_is_in_recovery() OR current_setting('transaction_read_only')::bool) AS read_only`,
 
     /** Read-only: waiting jobs of the given types, each counted up to $2. */
     depthByType: `

@@ -4,8 +4,13 @@ import { attemptError } from './outcome.sql.js';
 /** The maintenance leader's statements: its lock, the lease reaper and retention. */
 export function maintenanceSql({ schema, jobs, starts, walk, channel }: JobTables) {
   return {
-    /** Transaction-scoped: released at commit, so a dead leader never blocks the next one. */
-    tryMaintenanceLock: `SELECT pg_try_advisory_xact_lock(19025, hashtext('${schema}')) AS acquired`,
+    /**
+     * Transaction-scoped: released at commit, so a dead leader never blocks the next one. A leader
+     * cut off mid-pass (a partition, no reset) would hold it until the server noticed, hours with
+     * default keepalives: the server ends a pass left idle for 10 s, and the next leader goes on.
+     */
+    tryMaintenanceLock: `SELECT pg_try_advisory_xact_lock(19025, hashtext('${schema}')) AS acquired,
+                                set_config('idle_in_transaction_session_timeout', '10000', true)`,
 
     /**
      * Takes back jobs whose worker stopped renewing. SKIP LOCKED plus the status recheck on the
