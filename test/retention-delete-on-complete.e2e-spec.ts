@@ -23,6 +23,11 @@ class DeletingHandlers {
     return 'written';
   }
 
+  @JobHandler('doc.once')
+  async once(payload: { n: number }, job: JobContext): Promise<number> {
+    return job.once('the-effect', async () => payload.n * 2);
+  }
+
   @JobHandler('doc.answer')
   answer(payload: { question: string }): { answer: string } {
     return { answer: `${payload.question}: 42` };
@@ -145,6 +150,24 @@ describe('retention.completedMs 0: delete on complete', () => {
     } finally {
       subscription.unsubscribe();
     }
+  });
+
+  it("a deleted job's effect-ledger rows go with it, whichever statement deletes it", async () => {
+    app = await startQueueApp(db.url, { retention: { completedMs: 0 } }, [DeletingHandlers]);
+    const effects = async () => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM job_queue.job_effects`))[0].n;
+    await app.producer.enqueueMany(Array.from({ length: 30 }, (_, n) => ({ type: 'doc.once', payload: { n } })));
+    await waitFor(async () => (await rowsOf('doc.once')) === 0, { message: 'the jobs deleted as they completed' });
+    expect(await effects()).toBe(0);
+
+    // The retention walk and admin deletes too: a finished row with a ledger entry, deleted by the chunk statement.
+    const [{ id }] = await db.query<{ id: string }>(
+      `INSERT INTO job_queue.jobs (type, payload, status, attempts, max_attempts, created_at, completed_at)
+       VALUES ('doc.walk', '{}', 'completed', 1, 3, now() - interval '2 hours', now() - interval '2 hours') RETURNING id::text`,
+    );
+    await db.query(`INSERT INTO job_queue.job_effects (job_id, key, result, attempt) VALUES ($1, 'a', '1', 1), ($1, 'b', '2', 1)`, [id]);
+    const [chunk] = await db.query(sql.pruneFinishedChunk, [(BigInt(id) - 1n).toString(), 10, 3_600_000, 0]);
+    expect(chunk).toMatchObject({ completed: 1 });
+    expect(await effects()).toBe(0);
   });
 
   it('enqueueAndWait gets its result; the row stays until the waiter has read it, then the retention walk deletes it', async () => {

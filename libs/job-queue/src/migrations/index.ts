@@ -6,6 +6,7 @@ import { createFlowControlMigration } from './1764576000000-flow-control.js';
 import { createRetentionMigration } from './1764662400000-retention.js';
 import { createLeanHotPathMigration } from './1764748800000-lean-hot-path.js';
 import { createRetentionByIdMigration } from './1764835200000-retention-by-id.js';
+import { createEffectsCleanupPerStatementMigration } from './1764921600000-effects-cleanup-per-statement.js';
 
 /** The library's migrations, in order, for the given schema. */
 export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array<new () => MigrationInterface> {
@@ -16,6 +17,7 @@ export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array
     createRetentionMigration(schema),
     createLeanHotPathMigration(schema),
     createRetentionByIdMigration(schema),
+    createEffectsCleanupPerStatementMigration(schema),
   ];
 }
 
