@@ -3,6 +3,7 @@ import { JOB_QUEUE_OPTIONS, JOB_STORE } from '../base/job-queue.constants.js';
 import { monotonicNow } from '../base/monotonic-clock.js';
 import { withTimeout } from '../base/with-timeout.js';
 import { QueueSaturatedError } from '../errors/queue-saturated.error.js';
+import { StoreUnavailableError } from '../errors/store-unavailable.error.js';
 import { JobQueueEvents } from '../events/job-queue.events.js';
 import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
 import type { JobStore } from '../persistence/job.store.js';
@@ -159,7 +160,7 @@ export class Backpressure {
         takenAt,
         limit,
         databaseReachable: false,
-        error: (error as Error)?.message ?? String(error),
+        error: reasonOf(error),
       };
       this.last = snapshot;
       return snapshot;
@@ -189,4 +190,10 @@ export class Backpressure {
     reads.then(settled, settled);
     return reads;
   }
+}
+
+/** Why the read failed, in a few words: readiness says "database unreachable: <this>". */
+function reasonOf(error: unknown): string {
+  const cause = error instanceof StoreUnavailableError ? error.cause : error;
+  return (cause as Error)?.message ?? String(cause);
 }
