@@ -19,6 +19,7 @@ import { type ChildWorker, spawnWorker } from './support/child-worker.js';
 import { startQueueApp, type QueueApp } from './support/queue-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 import { waitFor } from './support/wait-for.js';
+import { keepRatedStarts } from './support/rated-starts.js';
 
 /** Epoch milliseconds of a timestamptz column (microseconds kept as the fraction). */
 const ms = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
@@ -337,20 +338,9 @@ describe('flow control across three worker processes', () => {
   }, 30_000);
 
   it('rate limit { max: 20, perMs: 1000 }: no 1 s window of starts holds more than 20, across 3 workers, and the limit is reached', async () => {
-    // The starts the workers stamp in job_starts (provisional at the claim, the real time once
-    // markStarted runs just before the handler), kept as written: maintenance prunes the table
-    // itself to the last window. The handlers' own records (flow_invocations) come a variable
-    // moment later, so a window of those could hold a 21st start the limiter rightly let through.
-    await db.query(`
-      CREATE TABLE rated_starts (job_id bigint PRIMARY KEY, started_at timestamptz NOT NULL);
-      CREATE FUNCTION keep_rated_start() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        INSERT INTO rated_starts (job_id, started_at) VALUES (NEW.job_id, NEW.started_at)
-        ON CONFLICT (job_id) DO UPDATE SET started_at = EXCLUDED.started_at;
-        RETURN NULL;
-      END $$;
-      CREATE TRIGGER keep_rated_start AFTER INSERT OR UPDATE OF started_at ON job_queue.job_starts FOR EACH ROW
-        WHEN (NEW.type = '${FLOW_RATED_TYPE}') EXECUTE FUNCTION keep_rated_start();`);
+    // The limiter's own start stamps (provisional at the claim, the real time once markStarted runs
+    // just before the handler), kept as written.
+    const starts = await keepRatedStarts(db, FLOW_RATED_TYPE);
     try {
       await queue.producer.enqueueMany(Array.from({ length: 200 }, (_, n) => ({ type: FLOW_RATED_TYPE, payload: { n } })));
       await waitFor(async () => (await countByStatus(FLOW_RATED_TYPE)).completed === 200, {
@@ -359,7 +349,7 @@ describe('flow control across three worker processes', () => {
         message: '200 rate-limited jobs completed',
       });
     } finally {
-      await db.query(`DROP TRIGGER keep_rated_start ON job_queue.job_starts; DROP FUNCTION keep_rated_start()`);
+      await starts.stop();
     }
     const [runs] = await db.query(
       `SELECT count(*)::int AS starts, count(DISTINCT job_id)::int AS jobs, count(DISTINCT worker_id)::int AS workers
@@ -375,18 +365,14 @@ describe('flow control across three worker processes', () => {
        FROM rated_starts s JOIN flow_invocations i ON i.job_id = s.job_id`,
     );
     expect(stamps).toEqual({ n: 200, after_handler: 0 });
-    const [window] = await db.query(
-      `SELECT max((SELECT count(*) FROM rated_starts b
-                   WHERE b.started_at >= a.started_at AND b.started_at < a.started_at + interval '1 second'))::int AS busiest
-       FROM rated_starts a`,
-    );
-    expect(window.busiest, 'starts in the busiest 1 s window').toBeLessThanOrEqual(20);
+    const busiest = await starts.busiestWindow();
+    expect(busiest, 'starts in the busiest 1 s window').toBeLessThanOrEqual(20);
     // The limit is used, not just kept. Some window holds all 20 (15 slots start at once, and
     // slots free in milliseconds, so the first window fills whatever the machine's speed). And
     // the rate is kept up: most spans of 21 consecutive starts (at least a window, by the limit)
     // last under a window and a half, where a limiter letting through 13 or fewer per window
     // would make every one longer; a stall of the machine stretches only the spans around it.
-    expect(window.busiest, 'starts in the busiest 1 s window').toBe(20);
+    expect(busiest, 'starts in the busiest 1 s window').toBe(20);
     const [spans] = await db.query(
       `SELECT count(*)::int AS spans, count(*) FILTER (WHERE span < interval '1.5 seconds')::int AS brisk
        FROM (SELECT started_at - lag(started_at, 20) OVER (ORDER BY started_at, job_id) AS span FROM rated_starts) s

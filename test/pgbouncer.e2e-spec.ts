@@ -7,6 +7,7 @@ import { startQueueApp, type QueueApp } from './support/queue-app.js';
 import { skipWithout } from './support/service-process.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 import { waitFor } from './support/wait-for.js';
+import { keepRatedStarts } from './support/rated-starts.js';
 
 /** This file sets `listen: false` itself, so the no-LISTEN pass would only run it again. */
 const secondPass = process.env.AJQ_TEST_LISTEN === 'false';
@@ -137,17 +138,7 @@ describe.skipIf(skipWithout('PgBouncer', pgbouncerBinary()) || secondPass)('thro
   }, 45_000);
 
   it('rate limit and global concurrency hold across both workers', async () => {
-    // The starts the workers stamp (job_starts), kept by a trigger, as in the flow-control spec.
-    await db.query(`
-      CREATE TABLE rated_starts (job_id bigint PRIMARY KEY, started_at timestamptz NOT NULL);
-      CREATE FUNCTION keep_rated_start() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        INSERT INTO rated_starts (job_id, started_at) VALUES (NEW.job_id, NEW.started_at)
-        ON CONFLICT (job_id) DO UPDATE SET started_at = EXCLUDED.started_at;
-        RETURN NULL;
-      END $$;
-      CREATE TRIGGER keep_rated_start AFTER INSERT OR UPDATE OF started_at ON job_queue.job_starts FOR EACH ROW
-        WHEN (NEW.type = '${FLOW_RATED_TYPE}') EXECUTE FUNCTION keep_rated_start();`);
+    const starts = await keepRatedStarts(db, FLOW_RATED_TYPE);
     const rated = (await queue.producer.enqueueMany(Array.from({ length: 50 }, (_, n) => ({ type: FLOW_RATED_TYPE, payload: { n } })))).map(
       (r) => r.id,
     );
@@ -157,12 +148,7 @@ describe.skipIf(skipWithout('PgBouncer', pgbouncerBinary()) || secondPass)('thro
     await waitFor(allCompleted([...rated, ...global]), { timeoutMs: 30_000, intervalMs: 200, message: 'the limited jobs' });
     expect(await runsOf('flow_invocations', rated)).toEqual([50, 50]);
     expect(await runsOf('flow_invocations', global)).toEqual([20, 20]);
-    const [window] = await db.query(
-      `SELECT max((SELECT count(*) FROM rated_starts b
-                   WHERE b.started_at >= a.started_at AND b.started_at < a.started_at + interval '1 second'))::int AS busiest
-       FROM rated_starts a`,
-    );
-    expect(window.busiest, 'starts in the busiest 1 s window (limit 20)').toBeLessThanOrEqual(20);
+    expect(await starts.busiestWindow(), 'starts in the busiest 1 s window (limit 20)').toBeLessThanOrEqual(20);
     const [overlap] = await db.query(
       `SELECT max((SELECT count(*) FROM flow_invocations b
                    WHERE b.type = a.type AND b.started_at <= a.started_at AND b.finished_at > a.started_at))::int AS most
