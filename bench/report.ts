@@ -39,7 +39,19 @@ export function formatResultsTable(results: readonly ScenarioResult[], adapters:
   for (const scenario of scenarios) {
     const byAdapter = new Map(results.filter((r) => r.scenario === scenario).map((r) => [r.adapter, r]));
     const rows: Measurement[] = [];
-    for (const result of byAdapter.values()) for (const m of result.measurements) if (!rows.some((r) => r.key === m.key)) rows.push(m);
+    for (const result of byAdapter.values()) {
+      for (const m of result.measurements) {
+        if (rows.some((r) => r.key === m.key)) continue;
+        // A figure one system alone has (ajq-delete's ratio to reference-delete) goes under its configuration's rows.
+        const parent = rows.findIndex((r) => m.key.startsWith(`${r.key}.`));
+        if (parent < 0) rows.push(m);
+        else {
+          let at = parent + 1;
+          while (at < rows.length && rows[at].key.startsWith(`${rows[parent].key}.`)) at++;
+          rows.splice(at, 0, m);
+        }
+      }
+    }
     for (const row of rows) {
       const reference = byAdapter.get(REFERENCE)?.measurements.find((m) => m.key === row.key)?.value;
       const cells = adapters.map((adapter) => {
@@ -96,6 +108,12 @@ function formatValue(m: Measurement): string {
       return m.value.toFixed(1);
     case '×':
       return `${m.value.toFixed(2)}`;
+    case 'kB':
+      return m.value.toFixed(2);
+    case 'µs':
+      return m.value.toFixed(0);
+    case 'n':
+      return m.value.toFixed(1);
   }
 }
 

@@ -71,6 +71,7 @@ export class RunScope {
   async close(): Promise<void> {
     for (const worker of this.running) worker.kill();
     this.running.clear();
+    // Producers first, then the databases: a drop WITH (FORCE) ends the connections still open.
     await Promise.allSettled([...this.producers].map((producer) => producer.close()));
     this.producers.clear();
     await Promise.allSettled([...this.databases].map((db) => db.drop()));

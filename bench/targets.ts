@@ -21,10 +21,10 @@ export function evaluateTargets(results: readonly ScenarioResult[], sizes: Bench
    * Ours over a peer's, at least `min`. `paired`: the scenario's ratio to the reference taken
    * round by round (`<key>.paired`) is what counts; the ratio of medians is shown beside it.
    */
-  const ratioTarget = (label: string, key: string, peer: AdapterName, min: number, paired = false) => {
-    const ours = value(SUBJECT, key);
+  const ratioTarget = (label: string, key: string, peer: AdapterName, min: number, paired = false, subject = SUBJECT) => {
+    const ours = value(subject, key);
     const theirs = value(peer, key);
-    const byRound = paired ? value(SUBJECT, `${key}.paired`) : undefined;
+    const byRound = paired ? value(subject, peer === 'reference' ? `${key}.paired` : `${key}.paired.${peer}`) : undefined;
     if (!compared) return targets.push({ target: label, status: 'n/a', detail: 'needs --compare' });
     if (ours === undefined || theirs === undefined || (paired && byRound === undefined)) {
       return targets.push({ target: label, status: 'n/a', detail: 'not measured' });
@@ -52,6 +52,17 @@ export function evaluateTargets(results: readonly ScenarioResult[], sizes: Bench
         const run = `c=${concurrency} ×${processes} proc`;
         ratioTarget(`drain ${run} ≥ 1.2× graphile-worker`, key, 'graphile-worker', 1.2);
         ratioTarget(`drain ${run} ≥ 0.8× reference (median of rounds)`, key, 'reference', 0.8, true);
+      }
+    }
+  }
+  // Delete on complete (retention.completedMs 0), when both sides ran: ≥ 0.85× the reference that deletes too.
+  const deleting = results.some((r) => r.scenario === 'drain' && r.adapter === 'ajq-delete' && !r.error);
+  if (deleting && results.some((r) => r.scenario === 'drain' && r.adapter === 'reference-delete' && !r.error)) {
+    for (const processes of sizes.drainProcesses) {
+      for (const concurrency of sizes.drainConcurrency) {
+        const run = `c=${concurrency} ×${processes} proc`;
+        const label = `drain ${run}, delete on complete ≥ 0.85× reference-delete (median of rounds)`;
+        ratioTarget(label, `drain.c${concurrency}.p${processes}`, 'reference-delete', 0.85, true, 'ajq-delete');
       }
     }
   }

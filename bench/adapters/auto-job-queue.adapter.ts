@@ -3,7 +3,7 @@ import { JobProducer, type JobQueueOptions } from '../../src/index.js';
 import type { BenchDatabase } from '../bench-database.js';
 import { BenchQueueAppModule } from './auto-job-queue.app.js';
 import { expectOnlyStatus } from './finished-check.js';
-import { BENCH_JOB_TYPE, type AdapterName, type AdapterSettings, type BenchProducer, type BenchWorker, type QueueAdapter } from './queue-adapter.js';
+import { BENCH_JOB_TYPE, benchPayload, type AdapterName, type AdapterSettings, type BenchProducer, type BenchWorker, type QueueAdapter } from './queue-adapter.js';
 
 /** Library defaults, printed so the report says what ran. */
 const POLL_INTERVAL_MS = 1_000;
@@ -20,9 +20,21 @@ export const autoJobQueueAdapter = autoJobQueueWith('auto-job-queue', {});
  */
 export const autoJobQueueAsyncClaimsAdapter = autoJobQueueWith('ajq-async-claims', { synchronousClaims: false });
 
-function autoJobQueueWith(name: AdapterName, workerOptions: Pick<JobQueueOptions, 'synchronousClaims'>): QueueAdapter {
+/**
+ * `retention.completedMs: 0`, only when named in `--systems`: each completion deletes its job.
+ * Its drain ratios pair with the reference that deletes on completion too.
+ */
+export const autoJobQueueDeleteAdapter = autoJobQueueWith('ajq-delete', { retention: { completedMs: 0 } }, 'reference-delete');
+
+/** Module options a variant sets; the soak passes its own retention too. */
+export type WorkerOptions = Pick<JobQueueOptions, 'synchronousClaims' | 'retention'>;
+
+export function autoJobQueueWith(name: AdapterName, workerOptions: WorkerOptions, comparedWith?: AdapterName): QueueAdapter {
+  const deletesOnComplete = workerOptions.retention?.completedMs === 0;
   return {
     name,
+    comparedWith,
+    deletesOnComplete,
     retainedRowsNote: "job_queue.jobs rows with status 'completed'",
 
     settings(concurrency: number): AdapterSettings {
@@ -32,7 +44,7 @@ function autoJobQueueWith(name: AdapterName, workerOptions: Pick<JobQueueOptions
         leaseMs: LEASE_MS,
         listen: true,
         pool: 'TypeORM default (10)',
-        ...workerOptions,
+        ...Object.fromEntries(Object.entries(workerOptions).map(([key, value]) => [key, JSON.stringify(value)])),
         other: Object.keys(workerOptions).length > 0 ? 'library defaults otherwise' : 'library defaults',
       };
     },
@@ -47,8 +59,8 @@ function autoJobQueueWith(name: AdapterName, workerOptions: Pick<JobQueueOptions
       const app = await NestFactory.createApplicationContext(BenchQueueAppModule.producer(url), { logger: LOG_LEVELS });
       const producer = app.get(JobProducer);
       return {
-        async enqueueMany(seqs) {
-          await producer.enqueueMany(seqs.map((seq) => ({ type: BENCH_JOB_TYPE, payload: { seq } })));
+        async enqueueMany(seqs, stampedAt) {
+          await producer.enqueueMany(seqs.map((seq) => ({ type: BENCH_JOB_TYPE, payload: benchPayload(seq, stampedAt) })));
         },
         async enqueue(seq) {
           await producer.enqueue(BENCH_JOB_TYPE, { seq });
@@ -70,7 +82,7 @@ function autoJobQueueWith(name: AdapterName, workerOptions: Pick<JobQueueOptions
         `SELECT status, count(*)::int AS n FROM job_queue.jobs WHERE type = $1 GROUP BY status`,
         [BENCH_JOB_TYPE],
       );
-      return expectOnlyStatus(rows, 'completed', expected + retained);
+      return expectOnlyStatus(rows, 'completed', (deletesOnComplete ? 0 : expected) + retained);
     },
 
     async retainFinished(db, count) {

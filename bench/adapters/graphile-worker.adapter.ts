@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { BenchDatabase } from '../bench-database.js';
-import { BENCH_JOB_TYPE, type AdapterSettings, type BenchPayload, type BenchProducer, type QueueAdapter } from './queue-adapter.js';
+import { BENCH_JOB_TYPE, benchPayload, type AdapterSettings, type BenchPayload, type BenchProducer, type QueueAdapter } from './queue-adapter.js';
 
 /**
  * graphile-worker's documented performance configuration (worker.graphile.org/docs/performance):
@@ -71,8 +71,8 @@ export const graphileWorkerAdapter: QueueAdapter = {
     const pool = ownPool(url, PRODUCER_POOL_SIZE);
     const utils = await makeWorkerUtils({ pgPool: pool, logger: await quietLogger() });
     return {
-      async enqueueMany(seqs) {
-        await utils.addJobs(seqs.map((seq) => ({ identifier: BENCH_JOB_TYPE, payload: { seq } })));
+      async enqueueMany(seqs, stampedAt) {
+        await utils.addJobs(seqs.map((seq) => ({ identifier: BENCH_JOB_TYPE, payload: benchPayload(seq, stampedAt) })));
       },
       async enqueue(seq) {
         await utils.addJob(BENCH_JOB_TYPE, { seq });

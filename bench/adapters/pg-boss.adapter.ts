@@ -1,6 +1,6 @@
 import type { BenchDatabase } from '../bench-database.js';
 import { expectOnlyStatus } from './finished-check.js';
-import { BENCH_JOB_TYPE, type AdapterSettings, type BenchPayload, type BenchProducer, type QueueAdapter } from './queue-adapter.js';
+import { BENCH_JOB_TYPE, benchPayload, type AdapterSettings, type BenchPayload, type BenchProducer, type QueueAdapter } from './queue-adapter.js';
 
 /**
  * pg-boss 10 has no LISTEN/NOTIFY: each work() loop fetches up to `batchSize` jobs, hands them to
@@ -66,8 +66,8 @@ export const pgBossAdapter: QueueAdapter = {
   async openProducer(url): Promise<BenchProducer> {
     const boss = await startBoss(url, 'producer');
     return {
-      async enqueueMany(seqs) {
-        await boss.insert(seqs.map((seq) => ({ name: BENCH_JOB_TYPE, data: { seq } })));
+      async enqueueMany(seqs, stampedAt) {
+        await boss.insert(seqs.map((seq) => ({ name: BENCH_JOB_TYPE, data: benchPayload(seq, stampedAt) })));
       },
       async enqueue(seq) {
         await boss.send(BENCH_JOB_TYPE, { seq });

@@ -1,7 +1,17 @@
 import type { BenchDatabase } from '../bench-database.js';
 
-/** The systems the benchmark can drive: four, and auto-job-queue with claims that skip the flush. */
-export type AdapterName = 'auto-job-queue' | 'ajq-async-claims' | 'reference' | 'graphile-worker' | 'pg-boss';
+/**
+ * The systems the benchmark can drive: four; auto-job-queue with claims that skip the flush; and
+ * auto-job-queue and the reference deleting each job as it completes.
+ */
+export type AdapterName =
+  | 'auto-job-queue'
+  | 'ajq-async-claims'
+  | 'ajq-delete'
+  | 'reference'
+  | 'reference-delete'
+  | 'graphile-worker'
+  | 'pg-boss';
 
 /** Settings printed with the results, so a reader can reproduce each system's configuration. */
 export type AdapterSettings = Record<string, string | number | boolean>;
@@ -12,12 +22,19 @@ export const BENCH_JOB_TYPE = 'bench.noop';
 /** Every benchmark job carries its sequence number, so runs can be counted per job. */
 export interface BenchPayload {
   seq: number;
+  /** When the enqueue call began, µs on the monotonic clock (the soak's pickup latency), if stamped. */
+  t?: number;
+}
+
+/** A benchmark job's payload: its seq, and the enqueue time when one is given. */
+export function benchPayload(seq: number, stampedAt?: number): BenchPayload {
+  return stampedAt === undefined ? { seq } : { seq, t: stampedAt };
 }
 
 /** Enqueues benchmark jobs from the harness process through the system's own client API. */
 export interface BenchProducer {
-  /** One call, one batch, through the system's bulk API. */
-  enqueueMany(seqs: readonly number[]): Promise<void>;
+  /** One call, one batch, through the system's bulk API; `stampedAt` goes into each payload as `t`. */
+  enqueueMany(seqs: readonly number[], stampedAt?: number): Promise<void>;
   /** One job through the system's single-job API. */
   enqueue(seq: number): Promise<void>;
   close(): Promise<void>;
@@ -35,6 +52,10 @@ export interface BenchWorker {
  */
 export interface QueueAdapter {
   readonly name: AdapterName;
+  /** The system its drain ratios are paired with, round by round: `reference` unless set. */
+  readonly comparedWith?: AdapterName;
+  /** Completed jobs leave no row behind. */
+  readonly deletesOnComplete?: boolean;
   /** The worker-side configuration used at this concurrency, as printed in the report. */
   settings(concurrency: number): AdapterSettings;
   /** Creates the system's tables in a fresh database (not timed). */

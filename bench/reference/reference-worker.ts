@@ -11,6 +11,8 @@ export interface ReferenceWorkerSettings {
   prefetch: number;
   poolSize: number;
   pollIntervalMs: number;
+  /** Completions delete their jobs instead of marking them completed. */
+  deleteOnComplete?: boolean;
 }
 
 interface Claimed {
@@ -41,6 +43,7 @@ export class ReferenceWorker {
   private readonly inFlight = new Set<Promise<void>>();
   private finished: Array<{ id: string; done: () => void; failed: (error: unknown) => void }> = [];
   private writing = false;
+  private readonly completeSql: string;
 
   constructor(
     private readonly settings: ReferenceWorkerSettings,
@@ -48,6 +51,7 @@ export class ReferenceWorker {
   ) {
     this.pool = new pg.Pool({ connectionString: settings.url, max: settings.poolSize });
     this.listener = new pg.Client({ connectionString: settings.url });
+    this.completeSql = settings.deleteOnComplete ? REFERENCE_SQL.completeDeleting : REFERENCE_SQL.complete;
   }
 
   async start(): Promise<void> {
@@ -128,7 +132,7 @@ export class ReferenceWorker {
       const batch = this.finished;
       this.finished = [];
       try {
-        await this.pool.query(REFERENCE_SQL.complete, [batch.map((job) => job.id), this.id]);
+        await this.pool.query(this.completeSql, [batch.map((job) => job.id), this.id]);
         for (const job of batch) job.done();
       } catch (error) {
         for (const job of batch) job.failed(error);

@@ -43,6 +43,11 @@ export const REFERENCE_SQL = {
   /** Fenced by the claimer's identity and status; one statement for every job that finished meanwhile. */
   complete: `UPDATE ref_jobs SET status = 'completed', completed_at = now(), locked_by = NULL, locked_until = NULL
              WHERE id = ANY($1::bigint[]) AND locked_by = $2 AND status = 'processing'`,
+  /**
+   * The delete-on-complete variant (graphile-worker's way, BullMQ's removeOnComplete): fenced the
+   * same way, and the row is gone instead of kept as completed.
+   */
+  completeDeleting: `DELETE FROM ref_jobs WHERE id = ANY($1::bigint[]) AND locked_by = $2 AND status = 'processing'`,
   unfinished: `SELECT count(*)::int AS n FROM ref_jobs WHERE status IN ('pending', 'processing')`,
   counts: `SELECT status, count(*)::int AS n FROM ref_jobs GROUP BY status`,
   retain: `

@@ -3,6 +3,7 @@ import { msBetween, now } from '../clock.js';
 import { checkExactlyOnce } from '../exactly-once.js';
 import { percentile } from '../stats.js';
 import type { InterleavedScenario, Measurement, RunCheck, ScenarioContext, ScenarioResult } from './scenario.js';
+import { type DatabaseCosts, measureDatabaseCosts } from './database-costs.js';
 import { drainTimeoutMs, waitUntilDrained, waitUntilRun } from './run-helpers.js';
 import { takeTurns } from './system-turns.js';
 
@@ -11,6 +12,7 @@ const FINAL_POLL_MS = 2;
 
 interface DrainRun {
   ms: number;
+  costs: DatabaseCosts;
   /** How long before the bulk call returned the first job started (0 if it did not). */
   startedBeforeReturnMs: number;
 }
@@ -46,6 +48,8 @@ export const drainScenario: InterleavedScenario = {
       adapter,
       /** Rate by configuration key, then by round. */
       samples: new Map<string, Map<number, number>>(),
+      /** The database's costs by configuration key, one per round. */
+      costs: new Map<string, DatabaseCosts[]>(),
       checks: [] as RunCheck[],
       runs: [] as Array<Record<string, unknown>>,
       seconds: 0,
@@ -60,7 +64,9 @@ export const drainScenario: InterleavedScenario = {
             const rate = (sizes.drainJobs / run.ms) * 1000;
             if (!result.samples.has(key)) result.samples.set(key, new Map());
             result.samples.get(key)!.set(round, rate);
-            result.runs.push({ round, key, jobs: sizes.drainJobs, ms: run.ms, startedBeforeReturnMs: run.startedBeforeReturnMs });
+            if (!result.costs.has(key)) result.costs.set(key, []);
+            result.costs.get(key)!.push(run.costs);
+            result.runs.push({ round, key, jobs: sizes.drainJobs, ms: run.ms, startedBeforeReturnMs: run.startedBeforeReturnMs, ...run.costs });
             return (
               `${Math.round(rate)}` +
               (run.startedBeforeReturnMs > 0 ? ` (started ${run.startedBeforeReturnMs.toFixed(1)} ms before the bulk call returned)` : '')
@@ -69,8 +75,10 @@ export const drainScenario: InterleavedScenario = {
         }
       }
     }
-    const reference = results.find((result) => result.adapter.name === 'reference' && !result.error);
+    const pairedWith = (adapter: QueueAdapter) =>
+      results.find((result) => result.adapter.name === (adapter.comparedWith ?? 'reference') && !result.error);
     return results.map((result): Omit<ScenarioResult, 'scenario'> => {
+      const reference = pairedWith(result.adapter);
       const measurements: Measurement[] = [];
       for (const [key, byRound] of result.samples) {
         const [, concurrency, processes] = /^drain\.c(\d+)\.p(\d+)$/.exec(key)!;
@@ -83,8 +91,10 @@ export const drainScenario: InterleavedScenario = {
         });
         const paired = reference && reference !== result ? pairedRatios(byRound, reference.samples.get(key)) : [];
         if (paired.length > 0) {
-          measurements.push({ key: `${key}.paired`, label: '  ÷ reference, median of rounds', unit: '×', value: percentile(paired, 50), better: 'higher' });
+          const label = `  ÷ ${reference!.adapter.name}, median of rounds`;
+          measurements.push({ key: pairedKey(key, result.adapter), label, unit: '×', value: percentile(paired, 50), better: 'higher' });
         }
+        measurements.push(...costMeasurements(key, result.costs.get(key) ?? [], sizes.drainJobs, Number(processes)));
       }
       const name: AdapterName = result.adapter.name;
       return {
@@ -109,6 +119,11 @@ export const drainScenario: InterleavedScenario = {
 function pairedRatios(ours: ReadonlyMap<number, number>, reference: ReadonlyMap<number, number> | undefined): number[] {
   if (!reference) return [];
   return [...ours].filter(([round]) => reference.has(round)).map(([round, rate]) => rate / reference.get(round)!);
+}
+
+/** `<key>.paired` against the reference, `<key>.paired.<system>` against another (ajq-delete's reference-delete). */
+export function pairedKey(key: string, adapter: Pick<QueueAdapter, 'comparedWith'>): string {
+  return adapter.comparedWith && adapter.comparedWith !== 'reference' ? `${key}.paired.${adapter.comparedWith}` : `${key}.paired`;
 }
 
 function drainKey(concurrency: number, processes: number): string {
@@ -136,13 +151,16 @@ async function drainOnce(
   });
   let returned: bigint;
   let finished: bigint;
+  let costs: DatabaseCosts;
   try {
+    const measuring = await measureDatabaseCosts(db);
     await producer.enqueueMany(Array.from({ length: sizes.drainJobs }, (_, i) => i));
     returned = now();
     // One timeout for the whole drain, shared by its two waits.
     const deadline = Date.now() + drainTimeoutMs(sizes.drainJobs);
     await waitUntilRun(workers, sizes.drainJobs, deadline - Date.now());
     finished = await waitUntilDrained(adapter, db, Math.max(0, deadline - Date.now()), FINAL_POLL_MS);
+    costs = await measuring.end();
   } catch (error) {
     scope.killWorkers(workers);
     throw error;
@@ -153,5 +171,26 @@ async function drainOnce(
   checks.push({ run: `drain c=${concurrency} ×${processes} proc, round ${round}`, result: checkExactlyOnce(sizes.drainJobs, runs, database) });
   await scope.closeProducer(producer);
   await scope.dropDatabase(db);
-  return { ms: msBetween(started, finished), startedBeforeReturnMs: msBetween(started, returned) };
+  return { ms: msBetween(started, finished), startedBeforeReturnMs: msBetween(started, returned), costs };
+}
+
+/**
+ * Medians over the rounds of what each job cost the server: WAL bytes (the enqueue's included),
+ * PostgreSQL CPU, and the connections each worker process held. Server-wide figures: they mean
+ * something only on a server of the benchmark's own (see measureDatabaseCosts).
+ */
+function costMeasurements(key: string, costs: readonly DatabaseCosts[], jobs: number, processes: number): Measurement[] {
+  if (costs.length === 0) return [];
+  const cpu = costs.filter((c) => c.cpuMs !== null).map((c) => (c.cpuMs! * 1000) / jobs);
+  return [
+    { key: `${key}.walPerJob`, label: '  WAL per job', unit: 'kB', value: percentile(costs.map((c) => c.walBytes / jobs / 1024), 50), better: 'lower' },
+    ...(cpu.length > 0 ? [{ key: `${key}.pgCpuPerJob`, label: '  PostgreSQL CPU per job', unit: 'µs' as const, value: percentile(cpu, 50), better: 'lower' as const }] : []),
+    {
+      key: `${key}.connections`,
+      label: '  connections per worker process',
+      unit: 'n',
+      value: percentile(costs.map((c) => c.workerConnections / processes), 50),
+      better: 'lower',
+    },
+  ];
 }

@@ -9,7 +9,7 @@ export interface Measurement {
   key: string;
   /** Row label in the printed table. */
   label: string;
-  unit: 'jobs/s' | 'ms' | 'MB' | '×';
+  unit: 'jobs/s' | 'ms' | 'MB' | '×' | 'kB' | 'µs' | 'n';
   value: number;
   /** Which direction is good; ratios to the reference read accordingly. */
   better: 'higher' | 'lower';
