@@ -3,18 +3,19 @@ import os from 'node:os';
 import { startLocalPostgres } from '../tools/local-postgres.js';
 import { ADAPTER_ORDER, COMPARED, adapterNamed } from './adapters/index.js';
 import type { AdapterName, AdapterSettings, QueueAdapter } from './adapters/queue-adapter.js';
-import { type BenchOptions, parseBenchOptions } from './cli-options.js';
-import { describeMachine } from './machine.js';
+import { type BenchOptions, parseBenchOptions, type SoakOptions } from './cli-options.js';
+import { describeMachine, type MachineDescription } from './machine.js';
 import { formatMachine, formatProblems, formatResultsTable, formatSettings, formatTargets } from './report.js';
 import { writeResults } from './results-file.js';
 import { RunScope } from './run-scope.js';
 import { selectScenarios } from './scenarios/index.js';
+import { formatSoak, runSoak } from './scenarios/soak.scenario.js';
 import type { ScenarioResult } from './scenarios/scenario.js';
 import { evaluateTargets } from './targets.js';
 
 /**
- * `npm run bench [-- --compare] [--quick] [--only <scenario>]`: a benchmark, not a test. Prints a
- * table and writes bench/results/<timestamp>.json.
+ * `npm run bench [-- --compare] [--quick] [--only <scenario>]`, or `npm run bench -- soak`: a
+ * benchmark, not a test. Prints a table and writes bench/results/<timestamp>.json.
  */
 async function main(): Promise<number> {
   let options: BenchOptions;
@@ -42,6 +43,7 @@ async function main(): Promise<number> {
   process.once('SIGTERM', interrupt);
   try {
     const machine = await describeMachine(database.url, database.embedded);
+    if (options.soak) return await soak(options.soak, database.url, machine, startedAt, log, (s) => (scope = s));
     const adapterNames: AdapterName[] = adapters.map((a) => a.name);
     const settings = new Map<AdapterName, AdapterSettings>(adapters.map((a) => [a.name, a.settings(10)]));
     const scenarios = selectScenarios(options.only);
@@ -132,6 +134,37 @@ async function main(): Promise<number> {
     return results.some((r) => r.error) ? 1 : 0;
   } finally {
     await database.stop();
+  }
+}
+
+/** `npm run bench -- soak`: the soak alone, its table and checks; exit code 1 when a check fails. */
+async function soak(
+  options: SoakOptions,
+  adminUrl: string,
+  machine: MachineDescription,
+  startedAt: Date,
+  log: (line: string) => void,
+  track: (scope: RunScope | null) => void,
+): Promise<number> {
+  log(`auto-job-queue soak, ${options.minutes} min${options.deleteOnComplete ? ', delete on complete' : ''}`);
+  log(formatMachine(machine));
+  const scope = new RunScope(adminUrl);
+  track(scope);
+  const loads: number[][] = [];
+  const sampler = setInterval(() => loads.push(os.loadavg().map((n) => Math.round(n * 100) / 100)), 60_000);
+  try {
+    const report = await runSoak(options, adminUrl, scope, log);
+    const loadAtEnd = os.loadavg().map((n) => Math.round(n * 100) / 100);
+    log('');
+    log(formatSoak(report));
+    log(`Load (1/5/15 min) at the start ${machine.loadAverage.join(' / ')}, at the end ${loadAtEnd.join(' / ')}`);
+    const file = writeResults(startedAt, { kind: 'soak', startedAt: startedAt.toISOString(), finishedAt: new Date().toISOString(), machine, loadEachMinute: loads, loadAtEnd, ...report }, 'soak');
+    log(`Results written to ${file}`);
+    return report.checks.every((c) => c.pass) ? 0 : 1;
+  } finally {
+    clearInterval(sampler);
+    await scope.close();
+    track(null);
   }
 }
 

@@ -2,7 +2,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PickupTrace } from './sql-trace.js';
-import { WORKER_CONFIG_ENV, type FromWorker, type MemoryReading, type ToWorker, type WorkerProcessConfig } from './worker-protocol.js';
+import { WORKER_APPLICATION_NAME, WORKER_CONFIG_ENV, type FromWorker, type MemoryReading, type ToWorker, type WorkerProcessConfig } from './worker-protocol.js';
 
 const ENTRY = path.join(path.dirname(fileURLToPath(import.meta.url)), 'worker-process.js');
 const BOOT_TIMEOUT_MS = 60_000;
@@ -23,6 +23,8 @@ export interface WorkerProcess {
   memory(): Promise<MemoryReading>;
   /** Handler runs so far (IPC only: the database is not asked). */
   runs(): Promise<number>;
+  /** Pickup latencies since the last call, when started with pickupHistogram. */
+  pickups(): Promise<Array<[number, number]>>;
   /**
    * Called with (seq, hrtime ns) as each job starts, when started with reportStarts (trace with
    * BENCH_TRACE_SQL=1); returns the function that removes the listener.
@@ -47,7 +49,7 @@ export async function launchWorkerProcess(config: WorkerProcessConfig): Promise<
       ...(process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
       ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
     ],
-    env: { ...process.env, [WORKER_CONFIG_ENV]: JSON.stringify(config) },
+    env: { ...process.env, [WORKER_CONFIG_ENV]: JSON.stringify(config), PGAPPNAME: WORKER_APPLICATION_NAME },
     stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
   });
   let stderr = '';
@@ -126,6 +128,9 @@ export async function launchWorkerProcess(config: WorkerProcessConfig): Promise<
     },
     async runs() {
       return (await ask({ kind: 'runs' }, 'runs')).total;
+    },
+    async pickups() {
+      return (await ask({ kind: 'pickup' }, 'pickup')).buckets;
     },
     onStarted(listener) {
       startListeners.push(listener);

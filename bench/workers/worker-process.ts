@@ -1,7 +1,8 @@
 import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
 import v8 from 'node:v8';
-import { adapterNamed } from '../adapters/index.js';
+import { adapterFor } from '../adapters/index.js';
+import { nowUs, PickupHistogram } from '../pickup-histogram.js';
 import type { BenchPayload, BenchWorker } from '../adapters/queue-adapter.js';
 import { traceSql } from './sql-trace.js';
 import { WORKER_CONFIG_ENV, type FromWorker, type MemoryReading, type ToWorker, type WorkerProcessConfig } from './worker-protocol.js';
@@ -19,6 +20,7 @@ let outOfRange = 0;
 let runs = 0;
 /** When the first job started (hrtime ns), so a drain's clock can start no later than that. */
 let firstStartAt: bigint | null = null;
+const pickups = config.pickupHistogram ? new PickupHistogram() : null;
 
 function send(message: FromWorker): Promise<void> {
   return new Promise((resolve) => {
@@ -48,6 +50,7 @@ function onJob(payload: BenchPayload): void {
   const at = config.reportStarts ? process.hrtime.bigint() : 0n;
   firstStartAt ??= at || process.hrtime.bigint();
   runs++;
+  if (pickups && typeof payload?.t === 'number') pickups.record(nowUs() - payload.t);
   const seq = payload?.seq;
   if (Number.isInteger(seq) && seq >= 0 && seq < counts.length) {
     if (counts[seq] < 255) counts[seq]++;
@@ -58,12 +61,13 @@ function onJob(payload: BenchPayload): void {
 }
 
 async function main(): Promise<void> {
-  const adapter = adapterNamed(config.adapter);
+  const adapter = adapterFor(config.adapter, config.retentionMs);
   const worker: BenchWorker = await adapter.startWorker(config.url, config.concurrency, onJob);
   let stopping = false;
   process.on('message', (message: ToWorker) => {
     if (message.kind === 'memory') void send({ kind: 'memory', ...memory() });
     else if (message.kind === 'runs') void send({ kind: 'runs', total: runs });
+    else if (message.kind === 'pickup') void send({ kind: 'pickup', buckets: pickups?.take() ?? [] });
     else if (message.kind === 'stop' && !stopping) {
       stopping = true;
       worker.stop().then(

@@ -10,6 +10,10 @@ export interface WorkerProcessConfig {
   expectedJobs: number;
   /** Send a `started` message as each job starts (latency scenarios). */
   reportStarts: boolean;
+  /** Count each job's pickup (enqueue call → start, from its payload's `t`) in a histogram (the soak). */
+  pickupHistogram?: boolean;
+  /** auto-job-queue only: `retention.completedMs` of the worker (the soak sets its own). */
+  retentionMs?: number;
 }
 
 export interface MemoryReading {
@@ -27,7 +31,7 @@ export interface MemoryReading {
 }
 
 /** Harness → worker process. */
-export type ToWorker = { kind: 'memory' } | { kind: 'runs' } | { kind: 'stop' };
+export type ToWorker = { kind: 'memory' } | { kind: 'runs' } | { kind: 'pickup' } | { kind: 'stop' };
 
 /** Worker process → harness. */
 export type FromWorker =
@@ -35,6 +39,8 @@ export type FromWorker =
   | ({ kind: 'memory' } & MemoryReading)
   /** Handler runs so far in this process, every run counted (a job run twice counts twice). */
   | { kind: 'runs'; total: number }
+  /** Pickup latencies since the last request, as [bucket, count] pairs (pickup-histogram.ts). */
+  | { kind: 'pickup'; buckets: Array<[number, number]> }
   /** `at` is process.hrtime.bigint() as a string: CLOCK_MONOTONIC, comparable across processes. */
   | { kind: 'started'; seq: number; at: string; trace?: PickupTrace }
   /** After a graceful stop. `counts`: base64 of one byte per seq, the number of runs (saturating at 255). */
@@ -43,3 +49,6 @@ export type FromWorker =
   | { kind: 'failed'; error: string };
 
 export const WORKER_CONFIG_ENV = 'BENCH_WORKER';
+
+/** application_name of every connection a worker process opens (PGAPPNAME), so the harness can count them. */
+export const WORKER_APPLICATION_NAME = 'bench-worker';
