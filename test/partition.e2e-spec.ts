@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { JobHandler, type JobContext, type JobQueueEvent } from '../src/index.js';
 import { EXACTLY_ONCE_DDL } from './fixtures/exactly-once-handlers.js';
@@ -36,6 +37,33 @@ class Holds {
   }
 }
 const HOLDS = Symbol('HOLDS');
+
+const HELD = 'partition.held';
+
+/** The cut-off leader's handler: not transactional; it runs until the test opens its gate. */
+@Injectable()
+class LeaderHandlers {
+  constructor(@Inject(HOLDS) private readonly holds: Holds) {}
+
+  @JobHandler(HELD, { maxAttempts: 5 })
+  async run(_payload: unknown, job: JobContext) {
+    this.holds.started.add(job.id);
+    await this.holds.gate(HELD).open;
+    return { attempt: job.attempt };
+  }
+}
+
+/**
+ * The maintenance leader's lock on this database, as pg_try_advisory_xact_lock(19025,
+ * hashtext('job_queue')) takes it (two int4 keys: classid, objid, objsubid 2), with its holder's
+ * session.
+ */
+const MAINTENANCE_LOCK_HOLDER = `
+  SELECT a.pid, a.state, a.wait_event_type, pg_blocking_pids(a.pid) AS blocked_by, a.query
+  FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+  WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+    AND l.classid = 19025 AND l.objid = hashtext('job_queue')::oid`;
 
 /** Holds the `hold` gate, ignoring job.signal (a handler that keeps going), then writes once more. */
 interface CutOffPayload {
@@ -218,4 +246,93 @@ describe('a worker host cut off from the database mid-job', () => {
     expect(rejoined).toEqual({ n: 5, jobs: 5 });
     subscription.unsubscribe();
   }, 60_000);
+
+  it('a maintenance leader cut off mid-pass loses its lock after 10 s idle: another process reaps its expired lease', async () => {
+    const holds = new Holds();
+    // The barrier: the test holds the retention walk's row, which the leader's pass writes last
+    // (saveRetentionWalk), so the leader is inside its pruning transaction, maintenance lock held,
+    // for as long as the test wants. The walk is made due first, so the pass goes as far as that write.
+    await db.query(`UPDATE job_queue.retention_walk SET rest_until = '-infinity'`);
+    const barrier = new pg.Client({ connectionString: db.url });
+    await barrier.connect();
+    let barrierHeld = true;
+    // Ended before the leader's close too: a close waits for the pass, which waits on the barrier.
+    const endBarrier = async () => {
+      if (barrierHeld) {
+        barrierHeld = false;
+        await barrier.end();
+      }
+    };
+    cleanup.add('the barrier', barrier, endBarrier);
+    await barrier.query('BEGIN');
+    await barrier.query('SELECT 1 FROM job_queue.retention_walk FOR UPDATE');
+    const [{ pid: barrierPid }] = (await barrier.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;
+
+    // A: maintenance every 200 ms, through the proxy; the only process here that runs maintenance.
+    cleanup.add(
+      'the cut-off leader',
+      await startQueueApp(
+        proxy.urlFor(db.url),
+        { workerId: 'cut-off-leader', leaseMs: LEASE_MS, maintenanceIntervalMs: 200, pollIntervalMs: 100, drainTimeoutMs: 2_000 },
+        [LeaderHandlers, { provide: HOLDS, useValue: holds }],
+      ),
+      (app) => app.close(),
+    );
+    // Runs before the leader's close if the test fails mid-cut: a close would wait on the held bytes.
+    cleanup.add('the leader’s partition', proxy, (p) => {
+      p.heal();
+      holds.openAll();
+      return endBarrier();
+    });
+    // A job of the leader's, whose lease can only expire once the leader is cut off.
+    const job = await api.producer.enqueue(HELD, {});
+    await waitFor(() => holds.started.has(job.id), { message: 'the leader to run its job' });
+
+    // The leader's pass waits on the barrier's row, the maintenance lock held in its transaction.
+    const holder = () =>
+      db.query<{ pid: number; state: string; wait_event_type: string | null; blocked_by: number[]; query: string }>(MAINTENANCE_LOCK_HOLDER);
+    const [inPass] = await waitFor(
+      async () => {
+        const rows = await holder();
+        return rows.length === 1 && rows[0].wait_event_type === 'Lock' && rows[0].blocked_by.includes(barrierPid) ? rows : null;
+      },
+      { message: 'the leader’s maintenance pass to wait on the retention walk’s row, holding the maintenance lock' },
+    );
+    expect(inPass.query).toContain('retention_walk');
+
+    proxy.cut();
+    // Its statement finishes on the server; the answer waits in the partition, and so does the
+    // session, idle in its transaction with the lock.
+    await barrier.query('COMMIT');
+    await waitFor(
+      async () => {
+        const rows = await holder();
+        return rows.length === 1 && rows[0].pid === inPass.pid && rows[0].state === 'idle in transaction';
+      },
+      { message: 'the leader’s session to sit idle in its transaction, the maintenance lock held' },
+    );
+
+    // B: on a link of its own, no handlers; it can only reap once the leader's lock is gone. Booted
+    // without migrating: the migration lock is the maintenance lock's key (0x4a51 = 19025), so a
+    // migrating boot would wait for the leader's session as well.
+    const successor = cleanup.add(
+      'the successor',
+      await startQueueApp(db.url, { workerId: 'successor', autoMigrate: false, maintenanceIntervalMs: 200, drainTimeoutMs: 1_000 }),
+      (app) => app.close(),
+    );
+    const events: JobQueueEvent[] = [];
+    cleanup.add('the successor’s events', successor.events.events$.subscribe((event) => events.push(event)), (s) => s.unsubscribe());
+    await waitFor(() => events.some((event) => event.kind === 'lease-expired' && event.jobId === job.id), {
+      timeoutMs: 25_000,
+      message: 'the successor to reap the cut-off leader’s expired lease',
+    });
+    const [row] = await db.query(`SELECT status, worker_id, last_error FROM job_queue.jobs WHERE id = $1`, [job.id]);
+    expect(row.status).toBe('failed');
+    expect(row.last_error).toMatch(/^worker lost: cut-off-leader /);
+    // The server ended the leader's abandoned pass, and its session with it.
+    await waitFor(
+      async () => (await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1`, [inPass.pid]))[0].n === 0,
+      { message: 'the cut-off leader’s idle-in-transaction session to be gone' },
+    );
+  }, 45_000);
 });
