@@ -136,8 +136,8 @@ describe('a worker host cut off from the database mid-job', () => {
           pollIntervalMs: 100,
           drainTimeoutMs: 2_000,
           // Kept out of maintenance, so the cut cannot fall inside its maintenance transaction:
-          // the leader's lock would then be held on the server until the link heals, and nobody
-          // would take back the expired leases (docs/operations/database-outages.md#a-network-partition).
+          // the leader's lock would then be held until the server ends that idle transaction
+          // (10 s), delaying the reaping this test waits for. The next test covers that case.
           maintenanceIntervalMs: 3_600_000,
         },
         [CutOffHandlers, { provide: HOLDS, useValue: holds }],
