@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { JobStore, PrunedChunk } from '../persistence/job.store.js';
-import { DEFAULT_PASS_BUDGET_MS, RetentionPruner, type RetentionSettings, UNREAD_RESULT_MS } from './retention-pruner.js';
+import { DEFAULT_PASS_BUDGET_MS, MAX_PASS_BUDGET_MS, RetentionPruner, type RetentionSettings, UNREAD_RESULT_MS } from './retention-pruner.js';
 
 /**
  * A store whose chunks come from a script, with the walk's shared state as the database keeps it
@@ -63,6 +63,30 @@ describe('RetentionPruner', () => {
 
     expect(await pruner.runOnce(store)).toEqual({ completed: 1_300, cancelled: 5, dead: 0 });
     expect(walked.slice(25).map(([after]) => after)).toEqual(['25000', '26000']);
+  });
+
+  it('behind (the budget spent amid expired jobs), doubles the next budget up to 2 s; a walk that ends halves it again', async () => {
+    // 10 ms a chunk, every chunk full of expired jobs: 25, 50, 100, 200, 200 chunks a pass.
+    const chunks = Array.from({ length: 575 }, (_, i) => full((i + 1) * 1_000, 1_000));
+    chunks.push({ scanned: 10, lastId: '575010', completed: 10 }, ...Array.from({ length: 200 }, (_, i) => full((i + 1) * 1_000, 1_000)));
+    const { store, clock, pruner: make } = scriptedStore(chunks, 0, 10);
+    const pruner = make({ completedMs: 50_000, deadMs: 1, startsMs: 0 });
+    expect(MAX_PASS_BUDGET_MS).toBe(2_000);
+    const passes: number[] = [];
+    for (let i = 0; i < 5; i++) passes.push((await pruner.runOnce(store)).completed / 1_000);
+    expect(passes).toEqual([25, 50, 100, 200, 200]);
+    // The walk reaches the end within the pass: the next budget is 1 s, then back down.
+    expect((await pruner.runOnce(store)).completed).toBe(10);
+    clock.now += 5_000;
+    expect((await pruner.runOnce(store)).completed).toBe(100_000);
+  });
+
+  it('a walk through jobs it keeps does not raise the budget', async () => {
+    const { store, walked, pruner: make } = scriptedStore(Array.from({ length: 50 }, (_, i) => full((i + 1) * 1_000)), 0, 10);
+    const pruner = make({ completedMs: 50_000, deadMs: 1, startsMs: 0 });
+    await pruner.runOnce(store);
+    await pruner.runOnce(store);
+    expect(walked).toHaveLength(50);
   });
 
   it('a slow database gets fewer chunks a pass, and always at least one', async () => {
