@@ -74,6 +74,11 @@ describe('retention: a pass deletes as much as its budget allows', () => {
     await db.query(`UPDATE job_queue.retention_walk SET walked_to = 0, rest_until = '-infinity'`);
   });
 
+  it("the jobs table's autovacuum is not throttled (a storage parameter the migrations set)", async () => {
+    const [{ reloptions }] = await db.query<{ reloptions: string[] }>(`SELECT reloptions FROM pg_class WHERE oid = 'job_queue.jobs'::regclass`);
+    expect(reloptions).toContain('autovacuum_vacuum_cost_delay=0');
+  });
+
   it('dead letters too: 12,000 past their retention in one pass', async () => {
     await expired('dead', 12_000);
     expect(await pass({ passBudgetMs: 600_000 })).toEqual({ completed: 0, cancelled: 0, dead: 12_000 });

@@ -7,6 +7,7 @@ import { createRetentionMigration } from './1764662400000-retention.js';
 import { createLeanHotPathMigration } from './1764748800000-lean-hot-path.js';
 import { createRetentionByIdMigration } from './1764835200000-retention-by-id.js';
 import { createEffectsCleanupPerStatementMigration } from './1764921600000-effects-cleanup-per-statement.js';
+import { createJobsVacuumUnthrottledMigration } from './1764925200000-jobs-vacuum-unthrottled.js';
 
 /** The library's migrations, in order, for the given schema. */
 export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array<new () => MigrationInterface> {
@@ -18,6 +19,7 @@ export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array
     createLeanHotPathMigration(schema),
     createRetentionByIdMigration(schema),
     createEffectsCleanupPerStatementMigration(schema),
+    createJobsVacuumUnthrottledMigration(schema),
   ];
 }
 
