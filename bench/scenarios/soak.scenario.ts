@@ -9,10 +9,14 @@ import { bucketPercentile, bucketTotal, type Buckets } from '../pickup-histogram
 import type { RunScope } from '../run-scope.js';
 import { launchProducerProcess, type ProducerProcess } from '../workers/producer-launcher.js';
 import type { WorkerProcess } from '../workers/worker-launcher.js';
+import { type DatabaseCosts, measureDatabaseCosts } from './database-costs.js';
 import { drainTimeoutMs, waitUntilDrained, waitUntilRun } from './run-helpers.js';
 
-/** Jobs drained to measure the capacity the soak's rate is a share of. */
+/** Jobs drained to measure the burst rate the capacity probe starts from. */
 const CAPACITY_JOBS = 20_000;
+/** The capacity probe: how long the producer offers more than the workers can take, and how much of it is warm-up. */
+const PROBE_SECONDS = 20;
+const PROBE_WARM_UP_SECONDS = 5;
 const MINUTE_MS = 60_000;
 /** The producer enqueues at most this often (each call carries what came due meanwhile). */
 const TICK_MS = 10;
@@ -36,6 +40,9 @@ export interface SoakMinute {
   autovacuums: number;
   /** Of the jobs table's updates this minute, the share that were HOT. */
   hotUpdateShare: number;
+  /** WAL and PostgreSQL CPU (autovacuum included) per job started this minute: server-wide (database-costs.ts). */
+  walKBPerJob: number;
+  pgCpuUsPerJob: number | null;
 }
 
 export interface SoakCheck {
@@ -71,8 +78,9 @@ interface TableStats {
 
 /**
  * A steady load near capacity, with retention on, for `minutes`: the capacity is measured first
- * (a drain of 20,000 jobs by the soak's worker processes, on a database of its own), then a
- * producer process enqueues at `load` × that rate while fresh worker processes drain, and each
+ * (what the soak's worker processes sustain beside a producer process, on a database of its own:
+ * measureCapacity), then a producer process enqueues at `load` × that rate while fresh worker
+ * processes drain, and each
  * minute records throughput, pickup, the jobs table's size and its dead tuples. It stops by
  * itself once every job has run, then checks that throughput and pickup stayed flat, that the
  * table stayed bounded, and that every job ran exactly once.
@@ -83,11 +91,11 @@ export async function runSoak(options: SoakOptions, adminUrl: string, scope: Run
   const adapter = adapterFor(name, retentionMs);
   const workerConfig = { adapter: name, concurrency: options.concurrency, reportStarts: false, retentionMs } as const;
 
-  const capacity = options.rate === null ? await measureCapacity(adapter, scope, options, workerConfig) : Number.NaN;
+  const capacity = options.rate === null ? await measureCapacity(adapter, scope, options, workerConfig, log) : Number.NaN;
   const rate = options.rate ?? Math.max(1, Math.round(capacity * options.load));
   const jobs = rate * options.minutes * 60;
   if (options.rate === null) {
-    log(`  capacity ${Math.round(capacity)} jobs/s (${CAPACITY_JOBS.toLocaleString('en-US')} jobs drained by ${options.workers} process(es));`);
+    log(`  capacity ${Math.round(capacity)} jobs/s (sustained by ${options.workers} worker process(es) beside a producer process);`);
   }
   log(`  holding ${rate} jobs/s for ${options.minutes} min: ${jobs.toLocaleString('en-US')} jobs, retention.completedMs ${retentionMs}`);
 
@@ -101,17 +109,20 @@ export async function runSoak(options: SoakOptions, adminUrl: string, scope: Run
     const started = now();
     producer.start();
     let last = { runs: 0, enqueued: 0, stats: await tableStats(db) };
+    let costs = await measureDatabaseCosts(db);
     for (let minute = 1; minute <= options.minutes; minute++) {
       const waitMs = minute * MINUTE_MS - msBetween(started, now());
       // A producer that fails ends the wait (and the soak) at once.
       if (waitMs > 0) await Promise.race([sleep(waitMs), producer.done.then(() => sleep(waitMs))]);
-      const [runs, pickups, progress, stats] = await Promise.all([
+      const [runs, pickups, progress, stats, spent] = await Promise.all([
         Promise.all(workers.map((w) => w.runs())).then((all) => all.reduce((a, b) => a + b, 0)),
         Promise.all(workers.map((w) => w.pickups())),
         producer.progress(),
         tableStats(db),
+        costs.end(),
       ]);
-      const row = minuteRow(minute, runs - last.runs, progress.enqueued - last.enqueued, pickups, stats, last.stats);
+      costs = await measureDatabaseCosts(db);
+      const row = minuteRow(minute, runs - last.runs, progress.enqueued - last.enqueued, pickups, stats, last.stats, spent);
       minutes.push(row);
       log(`  ${formatMinute(row)}`);
       last = { runs, enqueued: progress.enqueued, stats };
@@ -132,32 +143,69 @@ export async function runSoak(options: SoakOptions, adminUrl: string, scope: Run
   }
 }
 
-/** Drain rate of CAPACITY_JOBS by the soak's worker processes, on a database of its own (then dropped). */
+/**
+ * The rate the soak's worker processes sustain with a producer process beside them, on a database
+ * of its own (then dropped). A drain of CAPACITY_JOBS enqueued in bulk gives the burst rate; but
+ * on a machine the producer shares, a burst rate is not sustained: at 80 % of one (39,000 jobs/s),
+ * the first soak fell behind within two minutes. So a producer process then offers 1.25× the
+ * burst rate for PROBE_SECONDS, and the capacity is the jobs started per second over the probe
+ * after its first PROBE_WARM_UP_SECONDS: what the workers sustain, or, when they keep up with all
+ * of it, a lower bound (a larger offer would leave a longer backlog to drain). Every job of both
+ * runs is checked to have run once.
+ */
 async function measureCapacity(
   adapter: QueueAdapter,
   scope: RunScope,
   options: SoakOptions,
   config: { adapter: QueueAdapter['name']; concurrency: number; reportStarts: false; retentionMs: number },
+  log: (line: string) => void,
 ): Promise<number> {
   const db = await scope.database(adapter);
   const producer = await scope.producer(adapter, db);
-  const workers = await scope.workers(options.workers, { ...config, url: db.url, expectedJobs: CAPACITY_JOBS });
+  let workers = await scope.workers(options.workers, { ...config, url: db.url, expectedJobs: CAPACITY_JOBS });
+  let probe: ProducerProcess | null = null;
   try {
     const started = now();
     await producer.enqueueMany(Array.from({ length: CAPACITY_JOBS }, (_, i) => i));
     await waitUntilRun(workers, CAPACITY_JOBS, drainTimeoutMs(CAPACITY_JOBS));
     const finished = await waitUntilDrained(adapter, db, drainTimeoutMs(CAPACITY_JOBS), 2);
-    const counts = await scope.stopWorkers(workers);
-    const check = checkExactlyOnce(CAPACITY_JOBS, counts, await onlyCompleted(db));
-    if (!check.ok) throw new Error(`the capacity drain did not run every job exactly once: ${JSON.stringify(check)}`);
-    return (CAPACITY_JOBS / msBetween(started, finished)) * 1000;
+    const burst = (CAPACITY_JOBS / msBetween(started, finished)) * 1000;
+    await verify(scope, workers, CAPACITY_JOBS, db, 'the burst drain');
+
+    const offered = Math.round(burst * 1.25);
+    const count = offered * PROBE_SECONDS;
+    workers = await scope.workers(options.workers, { ...config, url: db.url, expectedJobs: count });
+    probe = await launchProducerProcess({ adapter: adapter.name, url: db.url, ratePerSecond: offered, count, tickMs: TICK_MS });
+    const runs = async () => (await Promise.all(workers.map((w) => w.runs()))).reduce((a, b) => a + b, 0);
+    const probeStarted = now();
+    probe.start();
+    await sleep(PROBE_WARM_UP_SECONDS * 1000);
+    const [from, fromAt] = [await runs(), now()];
+    await sleep(Math.max(0, PROBE_SECONDS * 1000 - msBetween(probeStarted, now())));
+    const [to, toAt] = [await runs(), now()];
+    const sustained = ((to - from) / msBetween(fromAt, toAt)) * 1000;
+    const all = sustained >= offered * 0.98 ? ': all of it, so the capacity is at least that' : '';
+    log(`  burst drain ${Math.round(burst)} jobs/s; with a producer offering ${offered} jobs/s, the workers kept up ${Math.round(sustained)} jobs/s${all}`);
+    await probe.done;
+    await waitUntilRun(workers, count, drainTimeoutMs(count));
+    await waitUntilDrained(adapter, db, drainTimeoutMs(count), 100);
+    await verify(scope, workers, count, db, 'the capacity probe');
+    return sustained;
   } catch (error) {
-    scope.killWorkers(workers as WorkerProcess[]);
+    scope.killWorkers(workers);
     throw error;
   } finally {
+    if (probe) await probe.stop().catch(() => probe!.kill());
     await scope.closeProducer(producer);
     await scope.dropDatabase(db);
   }
+}
+
+/** Stops the workers and throws unless every job of seq 0 … jobs-1 ran exactly once. */
+async function verify(scope: RunScope, workers: readonly WorkerProcess[], jobs: number, db: BenchDatabase, what: string): Promise<void> {
+  const counts = await scope.stopWorkers(workers);
+  const check = checkExactlyOnce(jobs, counts, await onlyCompleted(db));
+  if (!check.ok) throw new Error(`${what} did not run every job exactly once: ${JSON.stringify(check)}`);
 }
 
 async function tableStats(db: BenchDatabase): Promise<TableStats> {
@@ -186,7 +234,15 @@ async function onlyCompleted(db: BenchDatabase): Promise<string | null> {
   return others.length === 0 ? null : `expected only completed rows, found ${rows.map((r) => `${r.status}=${r.n}`).join(', ')}`;
 }
 
-function minuteRow(minute: number, runs: number, enqueued: number, pickups: Buckets[], stats: TableStats, before: TableStats): SoakMinute {
+function minuteRow(
+  minute: number,
+  runs: number,
+  enqueued: number,
+  pickups: Buckets[],
+  stats: TableStats,
+  before: TableStats,
+  spent: DatabaseCosts,
+): SoakMinute {
   const updates = stats.updates - before.updates;
   const mb = (bytes: number) => bytes / 1024 / 1024;
   return {
@@ -203,6 +259,8 @@ function minuteRow(minute: number, runs: number, enqueued: number, pickups: Buck
     waiting: stats.waiting,
     autovacuums: stats.autovacuums,
     hotUpdateShare: updates > 0 ? (stats.hotUpdates - before.hotUpdates) / updates : 0,
+    walKBPerJob: runs > 0 ? spent.walBytes / runs / 1024 : Number.NaN,
+    pgCpuUsPerJob: runs > 0 && spent.cpuMs !== null ? (spent.cpuMs * 1000) / runs : null,
   };
 }
 
@@ -229,7 +287,9 @@ function soakChecks(minutes: readonly SoakMinute[], exactlyOnce: ExactlyOnceResu
   ];
 }
 
-const HEADER = 'min   jobs/s  enqueued/s  pickup p50  p99 (ms)  table MB  heap MB  indexes MB  dead tuples  live tuples  waiting  autovacuums  HOT';
+const HEADER =
+  'min   jobs/s  enqueued/s  pickup p50  p99 (ms)  table MB  heap MB  indexes MB  dead tuples  live tuples  waiting  autovacuums  HOT' +
+  '  WAL kB/job  PG µs/job';
 
 function formatMinute(m: SoakMinute): string {
   return [
@@ -246,6 +306,8 @@ function formatMinute(m: SoakMinute): string {
     fmt(m.waiting).padStart(8),
     fmt(m.autovacuums).padStart(12),
     `${Math.round(m.hotUpdateShare * 100)} %`.padStart(5),
+    fmt(m.walKBPerJob, 2).padStart(11),
+    (m.pgCpuUsPerJob === null ? 'n/a' : fmt(m.pgCpuUsPerJob)).padStart(10),
   ].join(' ');
 }
 

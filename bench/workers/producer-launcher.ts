@@ -28,6 +28,8 @@ export async function launchProducerProcess(config: ProducerProcessConfig): Prom
     stderr = (stderr + chunk.toString()).slice(-20_000);
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // A message sent after the process has gone (an interrupted run) fails here, not as an unhandled event.
+  child.on('error', () => undefined);
   const waiting = new Map<FromProducer['kind'], Array<(message: FromProducer) => void>>();
   let failure: ((error: Error) => void) | null = null;
   const failed = new Promise<never>((_, reject) => {
@@ -51,7 +53,9 @@ export async function launchProducerProcess(config: ProducerProcessConfig): Prom
     });
     return Promise.race([reply, failed]);
   };
-  const post = (message: ToProducer) => child.send(message);
+  const post = (message: ToProducer) => {
+    if (child.connected) child.send(message);
+  };
   const kill = () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   };
