@@ -38,7 +38,10 @@ function attemptWith({
         steps.push(`record:${recorded.kind}:${held === attempt}`), recording
       ),
     } as unknown as OutcomeRecorder,
-    store: { markStarted: async () => (steps.push('markStarted'), markStarted()) },
+    store: {
+      markStarted: async () => (steps.push('markStarted'), markStarted()),
+      confirmStarts: async () => (steps.push('confirmStarts'), 1),
+    },
     logger: { ...quietLogger, error: (message: string) => errors.push(message) },
     owner: {
       handlerReturned: (returned: Attempt) => void steps.push(`handlerReturned:${returned === attempt}`),

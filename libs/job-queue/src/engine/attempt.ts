@@ -22,7 +22,7 @@ export interface AttemptOwner {
 export interface AttemptServices {
   readonly runner: JobRunner;
   readonly recorder: OutcomeRecorder;
-  readonly store: Pick<JobStore, 'markStarted'>;
+  readonly store: Pick<JobStore, 'markStarted' | 'confirmStarts'>;
   readonly logger: EngineLogger;
   readonly owner: AttemptOwner;
 }
@@ -44,6 +44,10 @@ export class Attempt extends AttemptControl implements HeldLease, PendingComplet
   resultJson = 'null';
   /** The worker's drain ran out of time while this attempt was in flight. */
   drainTimedOut = false;
+  /** Claimed prefetched, and its attempt not charged since. */
+  private uncharged: boolean;
+  /** Started uncharged: the completion batcher charges it (StartConfirmations) unless its outcome comes first. */
+  private confirmPending = false;
 
   constructor(
     readonly job: ClaimedJob,
@@ -59,6 +63,7 @@ export class Attempt extends AttemptControl implements HeldLease, PendingComplet
     this.id = job.id;
     this.leaseToken = job.leaseToken;
     this.renewedAt = leaseFrom;
+    this.uncharged = job.prefetched === true;
   }
 
   /** A failed outcome write may go on retrying: the lease is held, and no drain has run out of time. */
@@ -73,11 +78,13 @@ export class Attempt extends AttemptControl implements HeldLease, PendingComplet
 
   /**
    * Runs the handler, then records the outcome; the owner has given it a slot. A rate-limited
-   * type's start is recorded first, as of now: rate limits count starts, not claims.
+   * type's start is recorded first, as of now: rate limits count starts, not claims. A prefetched
+   * job that has lost a worker before is charged its attempt before it runs (see chargeFirst).
    */
   start(): void {
-    if (this.handler.rateLimit) {
-      this.markStarted().then(() => this.run(), (error: unknown) => this.internalError(error));
+    const chargeFirst = this.uncharged && (this.job.leaseExpiries ?? 0) > 0;
+    if (this.handler.rateLimit || chargeFirst) {
+      this.beforeRun(chargeFirst).then(() => this.run(), (error: unknown) => this.internalError(error));
     } else {
       this.run();
     }
@@ -108,7 +115,18 @@ export class Attempt extends AttemptControl implements HeldLease, PendingComplet
     try {
       // Interrupted while its start was being recorded: the handler must not run.
       const interruption = this.interruption;
-      outcome = interruption ? { kind: 'interrupted', reason: interruption } : this.services.runner.run(this.job, this.handler, this);
+      if (interruption) {
+        outcome = { kind: 'interrupted', reason: interruption };
+      } else {
+        // Claimed prefetched: its attempt is charged a few ms from now, with the completions, or
+        // by its own outcome if that comes first. No write stands between a slot and its next job.
+        if (this.uncharged) {
+          this.uncharged = false;
+          this.confirmPending = true;
+          this.services.recorder.startConfirmation(this);
+        }
+        outcome = this.services.runner.run(this.job, this.handler, this);
+      }
     } catch (error) {
       this.internalError(error);
       return;
@@ -123,6 +141,11 @@ export class Attempt extends AttemptControl implements HeldLease, PendingComplet
   /** The slot takes the next job while the outcome is written. */
   private handlerDone(outcome: AttemptOutcome): void {
     try {
+      if (this.confirmPending) {
+        // Whatever the outcome, its statement charges the attempt: no separate confirm.
+        this.confirmPending = false;
+        this.services.recorder.startEnded(this);
+      }
       this.services.owner.handlerReturned(this);
       if (outcome.kind === 'succeeded') {
         // The hot path: the attempt joins the completion batch as it is, and hears back (settled, failed).
@@ -153,12 +176,36 @@ export class Attempt extends AttemptControl implements HeldLease, PendingComplet
     );
   }
 
+  private async beforeRun(chargeFirst: boolean): Promise<void> {
+    if (this.handler.rateLimit) await this.markStarted();
+    if (chargeFirst) await this.chargeFirst();
+  }
+
   private async markStarted(): Promise<void> {
     try {
       await this.services.store.markStarted(this.job.id);
     } catch (error) {
       this.services.logger.warn(`Could not record the start of job ${this.job.id} (${this.job.type}): ${(error as Error)?.message}`);
     }
+  }
+
+  /**
+   * A prefetched job whose lease expired before (its worker lost, maybe by this very job) pays one
+   * round trip: its attempt is charged before its handler runs, so a job that kills its worker at
+   * once cannot run uncharged again and again. Few jobs ever lose a worker: the hot path never
+   * comes here. A confirm that finds the lease gone interrupts the attempt; one that fails falls
+   * back to the usual deferred charge.
+   */
+  private async chargeFirst(): Promise<void> {
+    let charged: number;
+    try {
+      charged = await this.services.store.confirmStarts([this]);
+    } catch (error) {
+      this.services.logger.warn(`Could not charge the start of job ${this.job.id} (${this.job.type}) before it ran: ${(error as Error)?.message}`);
+      return;
+    }
+    if (charged === 1) this.uncharged = false;
+    else this.interrupt('lease-lost', new Error('lease lost before the job started'));
   }
 
   /** Defensive: runner and recorder do not throw; if they ever do, the lease's expiry recovers the job. */

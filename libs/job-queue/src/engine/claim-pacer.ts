@@ -62,7 +62,9 @@ export class ClaimPacer {
    */
   planAhead(recording: number): ClaimRequest | null {
     if (this.sizer.total() <= this.settings.concurrency || recording >= this.recordingLimit) return null;
-    return this.planner.plan({ ...this.load(), buffered: this.buffer.returningCount, bufferedByType: NOTHING_BUFFERED });
+    const request = this.planner.plan({ ...this.load(), buffered: this.buffer.returningCount, bufferedByType: NOTHING_BUFFERED });
+    // Its jobs land behind the batch just claimed, in the buffer: each is charged as it starts.
+    return request && { ...request, startNow: 0 };
   }
 
   /**

@@ -120,6 +120,8 @@ export class ClaimPlanner {
       }
     }
     if (perType.length === 0) return null;
-    return { workerId: this.settings.workerId, leaseMs: this.settings.leaseMs, limit: free, perType, flowControl: this.flowControl };
+    // The free slots take the claim's first jobs at once: the claim charges their attempts.
+    const startNow = Math.max(0, this.concurrency - load.running);
+    return { workerId: this.settings.workerId, leaseMs: this.settings.leaseMs, limit: free, perType, flowControl: this.flowControl, startNow };
   }
 }

@@ -1,5 +1,6 @@
 import type { JobStore, Lease } from '../persistence/job.store.js';
 import { StoreRefusedDataError } from '../errors/store-refused-data.error.js';
+import { StartConfirmations } from './start-confirmations.js';
 
 /**
  * Completions per statement, at most: above a claim's worth (the prefetch ceiling plus the free
@@ -25,13 +26,32 @@ export interface PendingCompletion {
 /**
  * Group commit for completions: when nothing is being written, a completion is written at once
  * (no added latency when idle); completions that arrive while a write is in flight go together
- * in the next statement. Each caller still learns whether its own fenced write applied.
+ * in the next statement. Each caller still learns whether its own fenced write applied. The
+ * statements also carry the starts of prefetched attempts that have come due (StartConfirmations),
+ * and a start that comes due while nothing else is written goes alone.
  */
 export class CompletionBatcher {
   private queue: PendingCompletion[] = [];
   private flushing = false;
+  /** Started prefetched attempts whose attempt is still to be charged. */
+  readonly starts: StartConfirmations;
 
-  constructor(private readonly store: JobStore) {}
+  constructor(
+    private readonly store: Pick<JobStore, 'completeMany' | 'confirmStarts'>,
+    confirmAfterMs?: number,
+  ) {
+    this.starts = new StartConfirmations(() => this.startFlush(), confirmAfterMs);
+  }
+
+  /** A prefetched attempt starts: its attempt is charged with a statement a few ms from now, unless it ends first. */
+  confirmStart(lease: Lease): void {
+    this.starts.started(lease);
+  }
+
+  /** Its handler returned: the outcome's statement charges it. */
+  startEnded(lease: Lease): void {
+    this.starts.ended(lease);
+  }
 
   complete(lease: Lease, resultJson: string): Promise<boolean> {
     return new Promise((resolve, reject) => this.add({ lease, resultJson, settled: resolve, failed: reject }));
@@ -47,15 +67,30 @@ export class CompletionBatcher {
     queueMicrotask(() => void this.flush());
   }
 
+  /** Starts came due: written now unless a write is in flight (the loop takes them next). */
+  private startFlush(): void {
+    if (this.flushing) return;
+    this.flushing = true;
+    void this.flush();
+  }
+
   private async flush(): Promise<void> {
     try {
-      while (this.queue.length > 0) {
-        const batch = this.takeBatch();
+      while (this.queue.length > 0 || this.starts.hasDue) {
+        const ids = new Set<string>();
+        const batch = this.takeBatch(ids);
+        const confirms = this.starts.take(ids);
+        if (batch.length === 0) {
+          await this.confirmAlone(confirms);
+          continue;
+        }
         let missed: ReadonlySet<string> | null = null;
         let failure: unknown;
         try {
-          missed = await this.store.completeMany(batch);
+          missed = await this.store.completeMany(batch, confirms);
         } catch (error) {
+          // The starts it carried are not written: each is charged by its outcome's statement
+          // instead (only a worker lost meanwhile leaves that run uncounted).
           failure = error;
         }
         if (!missed && batch.length > 1 && failure instanceof StoreRefusedDataError) {
@@ -77,6 +112,16 @@ export class CompletionBatcher {
       }
     } finally {
       this.flushing = false;
+    }
+  }
+
+  /** A failed confirm is not retried: the attempt's outcome statement charges it in any case. */
+  private async confirmAlone(confirms: readonly Lease[]): Promise<void> {
+    if (confirms.length === 0) return;
+    try {
+      await this.store.confirmStarts(confirms);
+    } catch {
+      // See above: nothing is lost but the charge of a run whose worker dies before its outcome.
     }
   }
 
@@ -108,9 +153,8 @@ export class CompletionBatcher {
    * The next statement's completions, in arrival order, within the caps, and one per job: a stale
    * attempt of a job this worker claimed again waits for the next statement, fenced by its own token.
    */
-  private takeBatch(): PendingCompletion[] {
+  private takeBatch(ids: Set<string>): PendingCompletion[] {
     const batch: PendingCompletion[] = [];
-    const ids = new Set<string>();
     const later: PendingCompletion[] = [];
     let resultChars = 0;
     for (const item of this.queue) {

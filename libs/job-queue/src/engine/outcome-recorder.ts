@@ -4,7 +4,7 @@ import type { RegisteredHandler } from '../base/registered-handler.js';
 import { StoreRefusedDataError } from '../errors/store-refused-data.error.js';
 import { StoreUnavailableError } from '../errors/store-unavailable.error.js';
 import type { EventSink } from '../events/job-queue-event.js';
-import type { ClaimedJob, JobStore } from '../persistence/job.store.js';
+import type { ClaimedJob, JobStore, Lease } from '../persistence/job.store.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import type { CompletionBatcher, PendingCompletion } from './completion-batcher.js';
 import { describeError } from './describe-error.js';
@@ -32,7 +32,7 @@ export class OutcomeRecorder {
 
   constructor(
     private readonly store: JobStore,
-    private readonly completions: Pick<CompletionBatcher, 'complete' | 'add'>,
+    private readonly completions: Pick<CompletionBatcher, 'complete' | 'add'> & Partial<Pick<CompletionBatcher, 'confirmStart' | 'startEnded'>>,
     private readonly retryPolicy: RetryPolicy,
     private readonly events: EventSink,
     private readonly logger: EngineLogger,
@@ -63,6 +63,19 @@ export class OutcomeRecorder {
    */
   recordSuccess(completion: PendingCompletion): void {
     this.completions.add(completion);
+  }
+
+  /**
+   * A prefetched attempt has started: its attempt is charged with a completion statement soon,
+   * unless its outcome comes first (startEnded).
+   */
+  startConfirmation(lease: Lease): void {
+    this.completions.confirmStart?.(lease);
+  }
+
+  /** A started prefetched attempt's handler returned: its outcome's statement charges it. */
+  startEnded(lease: Lease): void {
+    this.completions.startEnded?.(lease);
   }
 
   /** After a success's write: the event (only while someone listens) and the circuit, or lease-lost. */

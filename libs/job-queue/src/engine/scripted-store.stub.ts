@@ -61,7 +61,9 @@ export class ScriptedStore {
     const token = `claim-${++this.claims}`;
     const taken = this.waiting.splice(0, request.limit);
     for (const job of taken) this.leases.set(job.id, token);
-    return taken.map((job) => ({ ...job, leaseToken: token }));
+    // As the real claim: the first `startNow` jobs are charged, the rest prefetched.
+    const startNow = request.startNow ?? request.limit;
+    return taken.map((job, i) => ({ ...job, leaseToken: token, prefetched: i >= startNow }));
   }
 
   /** As the real store: resolves once the claim is on its way (a pool hands out a connection a tick later). */
@@ -73,10 +75,11 @@ export class ScriptedStore {
   }
 
   /** Returns the ids whose lease was gone, as the real store does. */
-  async completeMany(items: ReadonlyArray<{ lease: Lease; resultJson: string }>): Promise<Set<string>> {
+  async completeMany(items: ReadonlyArray<{ lease: Lease; resultJson: string }>, confirms: readonly Lease[] = []): Promise<Set<string>> {
     await this.gate;
     this.completionTries++;
     if (this.failCompletions) throw new StoreUnavailableError(new Error('connection refused'));
+    this.recordConfirms(confirms);
     const missed = new Set<string>();
     for (const { lease } of items) {
       if (this.leases.get(lease.id) !== lease.leaseToken) {
@@ -102,6 +105,19 @@ export class ScriptedStore {
     for (const id of released) this.leases.delete(id);
     this.released.push(...released);
     return released;
+  }
+
+  /** Starts of prefetched attempts charged, in order (only those still held). */
+  readonly confirmed: string[] = [];
+
+  async confirmStarts(leases: readonly Lease[]): Promise<number> {
+    return this.recordConfirms(leases);
+  }
+
+  private recordConfirms(leases: readonly Lease[]): number {
+    const held = leases.filter((lease) => this.leases.get(lease.id) === lease.leaseToken);
+    this.confirmed.push(...held.map((lease) => lease.id));
+    return held.length;
   }
 
   async markStarted(jobId: string): Promise<void> {

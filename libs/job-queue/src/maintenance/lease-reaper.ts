@@ -30,16 +30,23 @@ export class LeaseReaper {
   /** Events and logs for reaped jobs, once their reaping has committed. */
   report(reaped: readonly ReapedJob[]): { retried: number; dead: number } {
     let dead = 0;
+    let unstarted = 0;
     for (const job of reaped) {
+      if (job.status === 'pending') unstarted++;
       this.events.emit({ kind: 'lease-expired', jobId: job.id, type: job.type, workerId: job.workerId ?? undefined });
       if (job.status === 'dead') {
         dead++;
-        this.logger.warn(`Job ${job.id} (${job.type}) dead-lettered: its worker ${job.workerId} was lost on the last attempt.`);
+        this.logger.warn(`Job ${job.id} (${job.type}) dead-lettered: its worker ${job.workerId} was lost on its last attempt, or it lost its workers too often.`);
         this.events.emit({ kind: 'dead-lettered', jobId: job.id, type: job.type, error: 'worker lost' });
       }
     }
     const retried = reaped.length - dead;
-    if (retried > 0) this.logger.warn(`Reclaimed ${retried} job(s) whose worker stopped renewing its lease.`);
+    if (retried > 0) {
+      this.logger.warn(
+        `Reclaimed ${retried} job(s) whose worker stopped renewing its lease` +
+          (unstarted > 0 ? `; ${unstarted} of them had not started there and keep their attempts.` : '.'),
+      );
+    }
     return { retried, dead };
   }
 }

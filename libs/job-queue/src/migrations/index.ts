@@ -8,6 +8,7 @@ import { createLeanHotPathMigration } from './1764748800000-lean-hot-path.js';
 import { createRetentionByIdMigration } from './1764835200000-retention-by-id.js';
 import { createEffectsCleanupPerStatementMigration } from './1764921600000-effects-cleanup-per-statement.js';
 import { createJobsVacuumUnthrottledMigration } from './1764925200000-jobs-vacuum-unthrottled.js';
+import { createAttemptsChargedAtStartMigration } from './1765008000000-attempts-charged-at-start.js';
 
 /** The library's migrations, in order, for the given schema. */
 export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array<new () => MigrationInterface> {
@@ -20,6 +21,7 @@ export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array
     createRetentionByIdMigration(schema),
     createEffectsCleanupPerStatementMigration(schema),
     createJobsVacuumUnthrottledMigration(schema),
+    createAttemptsChargedAtStartMigration(schema),
   ];
 }
 

@@ -26,7 +26,7 @@ export function adminSql({ jobs, channel }: JobTables) {
     /** Only a row still `dead` moves; two concurrent retries update it once. */
     retryDead: `
       UPDATE ${jobs}
-      SET status = 'pending', attempts = 0, run_at = now(), dead_at = NULL, retry_after = NULL,
+      SET status = 'pending', attempts = 0, lease_expiries = 0, run_at = now(), dead_at = NULL, retry_after = NULL,
           worker_id = NULL, claimed_at = NULL, completed_at = NULL
       WHERE id = $1 AND status = 'dead'
       RETURNING ${RECORD_COLUMNS}`,
@@ -43,7 +43,7 @@ export function adminSql({ jobs, channel }: JobTables) {
         SELECT id, status AS previous_status FROM ${jobs} WHERE id = $1 FOR UPDATE
       ), cancelled AS (
         UPDATE ${jobs} j
-        SET status = 'cancelled', retry_after = NULL, lease_token = NULL, lease_expires_at = NULL
+        SET status = 'cancelled', retry_after = NULL, prefetched = false, lease_token = NULL, lease_expires_at = NULL
         FROM target
         WHERE j.id = target.id AND j.status IN ${CANCELLABLE}
         RETURNING j.id

@@ -17,9 +17,15 @@ export function turnedAway(rows: readonly unknown[][]): boolean {
 /**
  * The claim statements and their parameters. The multi-type claims: $1 types, $2 each type's
  * limit, $3 the total limit, $4 worker id, $5 lease ms, $6 each type's max attempts, $7 the
- * claim's lease token, and for the flow-control claim $8 rate max, $9 rate window ms, $10 global
- * max, per type. The one-type claim: $1 type, $2 limit, $3 worker id, $4 lease ms, $5 max
- * attempts, $6 lease token.
+ * claim's lease token, $8 how many of the claimed jobs start at once, and for the flow-control
+ * claim $9 rate max, $10 rate window ms, $11 global max, per type. The one-type claim: $1 type,
+ * $2 limit, $3 worker id, $4 lease ms, $5 max attempts, $6 lease token, $7 how many start at once.
+ *
+ * Attempts are charged when a job starts (docs/decisions/0090-attempts-charged-at-start.md): the
+ * first jobs in claim order, as many as start at once (the worker's free slots), are charged here;
+ * the rest are marked `prefetched`, their attempt charged by the worker's next completion
+ * statement once they start (outcome.sql.ts). The two parts are two updates of disjoint rows,
+ * each by tuple id, so marking costs the same per row either way.
  *
  * Every job a claim takes gets the claim's own token, a fresh random UUID: a job appears at most
  * once in a claim, so (id, token) names one attempt of one job, which is all fencing needs, and
@@ -108,13 +114,14 @@ export class ClaimQuery {
           ) capped
           LIMIT ${allowance}`;
     const pickClaimable = (source: string, allowance: string) => `
-        SELECT c.ctid FROM ${source}
+        SELECT c.ctid, row_number() OVER (ORDER BY c.priority DESC, c.run_at, c.id) AS n FROM ${source}
         CROSS JOIN LATERAL (${lockClaimable('w.type', '$3', allowance)}
         ) c
         ORDER BY c.priority DESC, c.run_at, c.id
         LIMIT $3`;
     /**
-     * Takes the picked jobs: attempt counted, fresh lease token. The rows are fetched by the tuple
+     * Takes the picked jobs: fresh lease token, and either the attempt counted (`charge`: it starts
+     * at once) or the job marked prefetched, its attempt counted when it starts. The rows are fetched by the tuple
      * ids the lock returned (a TID scan: no index descent per row).
      * That is safe because a locked version cannot change or move before this statement ends. In
      * one rare case the update skips a row: someone else updated the row between this statement's
@@ -122,15 +129,29 @@ export class ClaimQuery {
      * version, which this statement's snapshot cannot see. Such a job is simply not claimed: it
      * stays waiting and unlocked after commit, for the next claim.
      */
-    const markClaimed = (worker: string, leaseMs: string, maxAttempts: string, token: string, from: string) => `
+    const markClaimed = (charge: boolean, worker: string, leaseMs: string, maxAttempts: string, token: string, from: string) => `
         UPDATE ${jobs} j
-        SET status = 'processing', attempts = j.attempts + 1, claimed_at = now(), worker_id = ${worker},
+        SET status = 'processing', ${charge ? 'attempts = j.attempts + 1, prefetched = false' : 'prefetched = true'},
+            claimed_at = now(), worker_id = ${worker},
             max_attempts = CASE WHEN j.max_attempts_from_job THEN j.max_attempts ELSE ${maxAttempts} END,
             lease_token = ${token}::uuid, lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
             retry_after = NULL
         ${from}
-        RETURNING j.id, j.type, j.payload, j.attempts, j.max_attempts, j.idempotency_key, j.priority, j.run_at`;
-    const manyClaimed = markClaimed('$4', '$5', 'w.max_attempts', '$7', 'FROM wanted w WHERE j.ctid = ANY (ARRAY(SELECT ctid FROM picked)) AND w.type = j.type');
+        RETURNING j.id, j.type, j.payload, j.attempts, j.max_attempts, j.idempotency_key, j.priority, j.run_at, j.prefetched, j.lease_expiries`;
+    /**
+     * Both parts of a claim: the first `startNow` picked jobs charged, the others prefetched. The
+     * two updates take disjoint rows (no row is updated twice in one statement).
+     */
+    const claimedParts = (startNow: string, mark: (charge: boolean, rows: string) => string) => `charged AS (
+        ${mark(true, `ARRAY(SELECT ctid FROM picked WHERE n <= ${startNow})`)}
+      ), buffered AS (
+        ${mark(false, `ARRAY(SELECT ctid FROM picked WHERE n > ${startNow})`)}
+      ), claimed AS (
+        SELECT * FROM charged UNION ALL SELECT * FROM buffered
+      )`;
+    const manyClaimed = claimedParts('$8', (charge, rows) =>
+      markClaimed(charge, '$4', '$5', 'w.max_attempts', '$7', `FROM wanted w WHERE j.ctid = ANY (${rows}) AND w.type = j.type`),
+    );
     /**
      * An uncorrelated subquery runs once, as an InitPlan, whether the claim takes any job or not;
      * the setting lasts until the claim's transaction ends (see the class comment).
@@ -143,8 +164,8 @@ export class ClaimQuery {
      * one-type claims (`type` NULL): it is the claim's parameter too.
      */
     const claimedInOrder = (type: string, commit: string) => `
-      SELECT id::text AS id, ${type} AS type, payload, attempts AS attempt, max_attempts AS "maxAttempts",
-             idempotency_key AS "idempotencyKey"
+      SELECT id::text AS id, ${type} AS type, payload, attempts + prefetched::int AS attempt, max_attempts AS "maxAttempts",
+             idempotency_key AS "idempotencyKey", prefetched, lease_expiries
       FROM claimed ${commit}
       ORDER BY priority DESC, run_at, claimed.id`;
     const oneTypeClaimedInOrder = claimedInOrder('NULL::text', commitMode);
@@ -154,9 +175,7 @@ export class ClaimQuery {
         SELECT * FROM unnest($1::text[], $2::int[], $6::int[]) AS w(type, n, max_attempts)
       ), picked AS MATERIALIZED (
         ${pickClaimable('wanted w', 'w.n')}
-      ), claimed AS (
-        ${manyClaimed}
-      )
+      ), ${manyClaimed}
       ${claimedInOrder('type', commitMode)}`;
 
     /**
@@ -167,30 +186,32 @@ export class ClaimQuery {
      * returns one row of NULLs instead (see turnedAway), so the caller knows to claim in the
      * large form.
      */
+    /** The one-type claim's locked rows numbered in claim order (already their order: no sort). */
+    const numbered = (locked: string) => `
+          SELECT l.ctid, row_number() OVER (ORDER BY l.priority DESC, l.run_at, l.id) AS n FROM (${locked}
+          ) l`;
     this.oneTypeText = (cap, smallTable) => {
       if (!smallTable) {
         return `
-      WITH picked AS MATERIALIZED (${lockClaimable('$1', String(cap), '$2')}
-      ), claimed AS (
-        ${markClaimed('$3', '$4', '$5', '$6', 'WHERE j.ctid = ANY (ARRAY(SELECT ctid FROM picked))')}
-      )
+      WITH picked AS MATERIALIZED (${numbered(lockClaimable('$1', String(cap), '$2'))}
+      ), ${claimedParts('$7', (charge, rows) => markClaimed(charge, '$3', '$4', '$5', '$6', `WHERE j.ctid = ANY (${rows})`))}
       ${oneTypeClaimedInOrder}`;
       }
       return `
       WITH guard AS MATERIALIZED (
         SELECT pg_relation_size('${jobs}') < ${LARGE_TABLE_PAGES} * current_setting('block_size')::bigint AS small
-      ), picked AS MATERIALIZED (${lockClaimable('$1', String(cap), '(SELECT CASE WHEN small THEN $2 ELSE 0 END FROM guard)', oldestOfKeyAsSet('$1'))}
-      ), claimed AS (
-        ${markClaimed('$3', '$4', '$5', '$6', 'WHERE EXISTS (SELECT 1 FROM picked) AND j.ctid = ANY (ARRAY(SELECT ctid FROM picked))')}
-      )
+      ), picked AS MATERIALIZED (${numbered(lockClaimable('$1', String(cap), '(SELECT CASE WHEN small THEN $2 ELSE 0 END FROM guard)', oldestOfKeyAsSet('$1')))}
+      ), ${claimedParts('$7', (charge, rows) =>
+        markClaimed(charge, '$3', '$4', '$5', '$6', `WHERE EXISTS (SELECT 1 FROM picked) AND j.ctid = ANY (${rows})`),
+      )}
       (${oneTypeClaimedInOrder})
       UNION ALL
-      SELECT NULL, NULL, NULL, NULL, NULL, NULL FROM guard WHERE NOT small`;
+      SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM guard WHERE NOT small`;
     };
 
     this.flowText = `
       WITH wanted AS (
-        SELECT * FROM unnest($1::text[], $2::int[], $6::int[], $8::int[], $9::int[], $10::int[])
+        SELECT * FROM unnest($1::text[], $2::int[], $6::int[], $9::int[], $10::int[], $11::int[])
                  AS w(type, n, max_attempts, rate_max, rate_window_ms, global_max)
       ), probes AS (
         UPDATE ${types} t
@@ -213,9 +234,7 @@ export class ClaimQuery {
         LEFT JOIN probes p ON p.type = w.type
       ), picked AS MATERIALIZED (
         ${pickClaimable('allowed w', 'GREATEST(w.n, 0)')}
-      ), claimed AS (
-        ${manyClaimed}
-      ), started AS (
+      ), ${manyClaimed}, started AS (
         -- Stamped one window ahead until the handler really starts (markStarted sets the real
         -- time): a claim that counts before that update still sees this start in its window, so
         -- a start delayed on a busy machine cannot slip past the limit.
@@ -248,7 +267,7 @@ export class ClaimQuery {
 
   oneTypeParams(request: ClaimRequest, leaseToken: string): unknown[] {
     const [only] = request.perType;
-    return [only.type, Math.min(only.limit, request.limit), request.workerId, request.leaseMs, only.maxAttempts, leaseToken];
+    return [only.type, Math.min(only.limit, request.limit), request.workerId, request.leaseMs, only.maxAttempts, leaseToken, startNow(request)];
   }
 
   /** `leaseToken`: the claim's token, a fresh random UUID (see the class comment). */
@@ -261,6 +280,7 @@ export class ClaimQuery {
       request.leaseMs,
       request.perType.map((t) => t.maxAttempts),
       leaseToken,
+      startNow(request),
     ];
   }
 
@@ -272,4 +292,9 @@ export class ClaimQuery {
       request.perType.map((t) => t.globalMax ?? null),
     ];
   }
+}
+
+/** How many of the claimed jobs start at once (charged by the claim); all of them when the request does not say. */
+function startNow(request: ClaimRequest): number {
+  return request.startNow ?? request.limit;
 }

@@ -109,6 +109,8 @@ function claimedJobs(rows: unknown[][], leaseToken: string, request: ClaimReques
       maxAttempts: row[4] as number,
       idempotencyKey: row[5] as string | null,
       leaseToken,
+      prefetched: row[6] as boolean,
+      leaseExpiries: row[7] as number,
     };
   }
   return jobs;

@@ -34,6 +34,11 @@ export interface ClaimRequest {
   perType: ReadonlyArray<TypeClaim>;
   /** Some handled type has a circuit breaker, rate limit or global concurrency: the full claim. */
   flowControl?: boolean;
+  /**
+   * How many of the claimed jobs (the first in claim order) start at once: their attempt is
+   * charged by the claim; the others' when they start. Absent: all of them start at once.
+   */
+  startNow?: number;
 }
 
 export interface TypeClaim {
@@ -64,6 +69,13 @@ export interface ClaimedJob {
   maxAttempts: number;
   idempotencyKey: string | null;
   leaseToken: string;
+  /**
+   * Claimed into the buffer, its attempt not charged yet: the worker charges it when it starts
+   * (ConfirmedStarts). `attempt` is this run's number all the same: the stored attempts + 1.
+   */
+  prefetched?: boolean;
+  /** How often the job's lease expired before (its worker lost): a prefetched one is charged before it runs. */
+  leaseExpiries?: number;
 }
 
 /** The proof of ownership every post-claim write must present. */
@@ -159,9 +171,12 @@ export interface JobStore {
   complete(lease: Lease, resultJson: string): Promise<boolean>;
   /**
    * Completes many jobs in one statement; returns the ids whose lease was gone (nothing written
-   * for them), usually none.
+   * for them), usually none. `confirms`: prefetched attempts started and still running, charged
+   * their attempt in the same statement (fenced; none of them among the completions).
    */
-  completeMany(completions: ReadonlyArray<{ lease: Lease; resultJson: string }>): Promise<ReadonlySet<string>>;
+  completeMany(completions: ReadonlyArray<{ lease: Lease; resultJson: string }>, confirms?: readonly Lease[]): Promise<ReadonlySet<string>>;
+  /** Charges started prefetched attempts their attempt (fenced); returns how many were charged. */
+  confirmStarts(leases: readonly Lease[]): Promise<number>;
   /** A transaction whose writes commit only together with the job's fenced completion. */
   beginJobTransaction(): Promise<JobTransaction>;
   findEffect(jobId: string, key: string): Promise<{ found: boolean; result: unknown }>;

@@ -1,6 +1,14 @@
 import type { JobTables } from './job-tables.js';
 import { attemptError } from './outcome.sql.js';
 
+/**
+ * A job whose lease expired this many times more than its max attempts is dead-lettered, charged
+ * or not: the backstop for a job that kills its worker before its start was charged. Innocent
+ * jobs held unstarted by crashing workers lose their worker as often: it takes this many crashes
+ * holding the same job. See docs/decisions/0090-attempts-charged-at-start.md.
+ */
+export const LEASE_EXPIRIES_BEYOND_ATTEMPTS = 10;
+
 /** The maintenance leader's statements: its lock, the lease reaper and retention. */
 export function maintenanceSql({ schema, jobs, starts, walk, channel }: JobTables) {
   return {
@@ -15,7 +23,12 @@ export function maintenanceSql({ schema, jobs, starts, walk, channel }: JobTable
     /**
      * Takes back jobs whose worker stopped renewing. SKIP LOCKED plus the status recheck on the
      * locked row make a concurrent renewal or completion win cleanly: such a row is skipped.
-     * The lost run counts as an attempt; a job out of attempts is dead-lettered.
+     * A charged attempt (the job had started) counts: the job waits for its retry, or is
+     * dead-lettered if that was its last attempt. A prefetched one (claimed, never started, or
+     * started within its last few ms) goes back to pending in its place in line, attempts
+     * unchanged, nothing added to its errors. Every expiry counts in lease_expiries, and a job
+     * that has lost its worker LEASE_EXPIRIES_BEYOND_ATTEMPTS times more than its max attempts is
+     * dead-lettered whatever its attempts (the crash-loop backstop).
      */
     reapExpiredLeases: `
       WITH expired AS MATERIALIZED (
@@ -23,21 +36,35 @@ export function maintenanceSql({ schema, jobs, starts, walk, channel }: JobTable
         WHERE status = 'processing' AND lease_expires_at < now()
         ORDER BY lease_expires_at LIMIT $1
         FOR UPDATE SKIP LOCKED
-      ), reaped AS (
-        SELECT j.id, 'worker lost: ' || COALESCE(j.worker_id, 'unknown worker') ||
-               ' stopped renewing its lease on attempt ' || j.attempts ||
-               ' (crashed, killed or stalled, running the job or holding it claimed before it started)' AS reason
+      ), judged AS (
+        SELECT j.id, j.worker_id, j.prefetched, j.attempts, j.lease_expiries + 1 AS expiries,
+               j.lease_expiries + 1 >= j.max_attempts + ${LEASE_EXPIRIES_BEYOND_ATTEMPTS} AS looping,
+               NOT j.prefetched AND j.attempts >= j.max_attempts AS spent
         FROM ${jobs} j JOIN expired USING (id)
+      ), reaped AS (
+        SELECT id, worker_id, prefetched, spent OR looping AS dies,
+               CASE WHEN looping AND NOT spent
+                 THEN 'worker lost: the job lost its worker ' || expiries || ' times, its start recorded or not (it may be ' ||
+                      'killing its worker as it starts); last ' || COALESCE(worker_id, 'unknown worker')
+                 ELSE 'worker lost: ' || COALESCE(worker_id, 'unknown worker') || ' stopped renewing its lease on attempt ' ||
+                      attempts || ' (crashed, killed or stalled while running the job)'
+               END AS reason
+        FROM judged
       )
       UPDATE ${jobs} j
-      SET status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'failed' END,
-          dead_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
-          retry_after = CASE WHEN j.attempts >= j.max_attempts THEN NULL ELSE now() END,
-          run_at = now(), last_error = reaped.reason,
-          errors = j.errors || ${attemptError('j.attempts', 'j.worker_id', 'reaped.reason')},
+      SET status = CASE WHEN reaped.dies THEN 'dead' WHEN j.prefetched THEN 'pending' ELSE 'failed' END,
+          dead_at = CASE WHEN reaped.dies THEN now() END,
+          retry_after = CASE WHEN reaped.dies OR j.prefetched THEN NULL ELSE now() END,
+          run_at = CASE WHEN j.prefetched AND NOT reaped.dies THEN j.run_at ELSE now() END,
+          last_error = CASE WHEN j.prefetched AND NOT reaped.dies THEN j.last_error ELSE reaped.reason END,
+          errors = CASE WHEN j.prefetched AND NOT reaped.dies THEN j.errors
+                        ELSE j.errors || ${attemptError('j.attempts', 'j.worker_id', 'reaped.reason')} END,
+          worker_id = CASE WHEN j.prefetched AND NOT reaped.dies THEN NULL ELSE j.worker_id END,
+          claimed_at = CASE WHEN j.prefetched AND NOT reaped.dies THEN NULL ELSE j.claimed_at END,
+          lease_expiries = j.lease_expiries + 1, prefetched = false,
           lease_token = NULL, lease_expires_at = NULL
       FROM reaped WHERE j.id = reaped.id AND j.status = 'processing'
-      RETURNING j.id::text AS id, j.type, j.status, j.worker_id, j.notify_on_finish`,
+      RETURNING j.id::text AS id, j.type, j.status, reaped.worker_id, j.notify_on_finish`,
 
     /** Wakes enqueueAndWait callers of jobs the reaper dead-lettered; it writes nothing. */
     notifyFinished: `SELECT pg_notify('${channel}', 'finished:' || id) FROM unnest($1::bigint[]) AS id`,

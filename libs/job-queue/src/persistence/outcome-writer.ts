@@ -7,6 +7,7 @@ import type { StatementNamer } from './statement-names.js';
 
 /** completeMany's usual answer: every completion applied. */
 const NONE_MISSED: ReadonlySet<string> = new Set();
+const NO_LEASES: readonly Lease[] = [];
 
 /**
  * The writes of a running attempt: its outcome, its lease, its start and its effects. Every write
@@ -33,19 +34,38 @@ export class OutcomeWriter {
     return applied(await this.executor.query(this.completeSql, [lease.id, lease.leaseToken, resultJson]));
   }
 
-  async completeMany(completions: ReadonlyArray<{ lease: Lease; resultJson: string }>): Promise<ReadonlySet<string>> {
-    if (completions.length === 0) return NONE_MISSED;
+  /** `confirms`: none of them among the completions (a row is not updated twice in one statement). */
+  async completeMany(
+    completions: ReadonlyArray<{ lease: Lease; resultJson: string }>,
+    confirms: readonly Lease[] = NO_LEASES,
+  ): Promise<ReadonlySet<string>> {
+    if (completions.length === 0) {
+      if (confirms.length > 0) await this.confirmStarts(confirms);
+      return NONE_MISSED;
+    }
     const leases = completions.map((c) => c.lease);
-    const [others, usual] = leaseTokens(leases);
+    // One token map for both lists: a claim's jobs share its token, so it stays as small.
+    const [others, usual] = leaseTokens(confirms.length === 0 ? leases : [...leases, ...confirms]);
     const { rows } = await this.executor.query<{ missed: string | null }>(
       this.completeManySql,
-      [idArray(leases), others, resultsById(completions), usual],
+      [idArray(leases), others, resultsById(completions), usual, idArray(confirms)],
       this.completeManyName,
     );
     // Exactly one row, always: without it, nothing would tell an applied completion from a lost one.
     if (rows.length !== 1) throw new Error(`completeMany returned ${rows.length} rows, expected 1`);
     const { missed } = rows[0];
     return missed ? new Set(missed.split(',')) : NONE_MISSED;
+  }
+
+  async confirmStarts(leases: readonly Lease[]): Promise<number> {
+    if (leases.length === 0) return 0;
+    const [others, usual] = leaseTokens(leases);
+    const { rows } = await this.executor.query<{ confirmed: number }>(
+      this.sql.confirmStarts,
+      [idArray(leases), others, usual],
+      this.named('confirmStarts'),
+    );
+    return rows[0]?.confirmed ?? 0;
   }
 
   async scheduleRetry(lease: Lease, error: string, attempt: number, workerId: string, delayMs: number): Promise<boolean> {

@@ -4,6 +4,12 @@ import type { JobTables } from './job-tables.js';
 export const attemptError = (attempt: string, worker: string, error: string) =>
   `jsonb_build_array(jsonb_build_object('attempt', ${attempt}, 'at', now(), 'workerId', ${worker}, 'error', ${error}))`;
 
+/**
+ * Ends an attempt that may not be charged yet (claimed prefetched, started, its start not yet
+ * confirmed): the outcome charges it. `table`: the row's alias, if any.
+ */
+const charged = (table = '') => `attempts = ${table}attempts + ${table}prefetched::int, prefetched = false`;
+
 /** The token check of heldBy, alone: the token this worker holds for row j. */
 const holdsToken = (others: string, usual: string) => `j.lease_token = COALESCE((${others}::jsonb ->> j.id::text)::uuid, ${usual}::uuid)`;
 
@@ -18,6 +24,17 @@ const holdsToken = (others: string, usual: string) => `j.lease_token = COALESCE(
  */
 const heldBy = (ids: string, others: string, usual: string) =>
   `j.id = ANY (ARRAY(SELECT unnest(${ids}::bigint[]))) AND ${holdsToken(others, usual)}`;
+
+/**
+ * `confirmed`: prefetched attempts that have started get their attempt charged (the claim did
+ * not), each fenced by its token like the rest of the batch; a row charged meanwhile (its outcome
+ * written first) no longer holds the token or is no longer prefetched, and is left alone.
+ */
+const confirming = (jobs: string, ids: string, others: string, usual: string) => `confirmed AS (
+        UPDATE ${jobs} j SET attempts = j.attempts + 1, prefetched = false
+        WHERE ${heldBy(ids, others, usual)} AND j.prefetched
+        RETURNING j.id
+      )`;
 
 /**
  * The writes of a running attempt, each fenced by its lease token (or, for the effect ledger,
@@ -40,7 +57,7 @@ export function outcomeSql({ jobs, starts, effects, channel }: JobTables) {
     complete: finishing(`
       UPDATE ${jobs}
       SET status = 'completed', completed_at = now(), result = NULLIF($3::jsonb, 'null'::jsonb),
-          lease_token = NULL, lease_expires_at = NULL
+          ${charged()}, lease_token = NULL, lease_expires_at = NULL
       WHERE id = $1 AND lease_token = $2 AND status = 'processing'
       RETURNING id, notify_on_finish`),
 
@@ -51,15 +68,18 @@ export function outcomeSql({ jobs, starts, effects, channel }: JobTables) {
      * apply (their lease was gone), as one comma-separated string, or NULL when all applied: the
      * usual reply is one NULL, not every id, and the ids are only sorted out when some failed
      * (a scalar subquery in a CASE branch runs only if that branch is taken).
+     *
+     * $5: the starts to confirm, prefetched attempts that started and are still running here (see
+     * confirmStarts); the caller never lists a job in both $1 and $5, so no row is updated twice.
      */
     completeMany: `
       WITH done AS (
         UPDATE ${jobs} j
         SET status = 'completed', completed_at = now(), result = $3::jsonb -> (j.id::text),
-            lease_token = NULL, lease_expires_at = NULL
+            ${charged('j.')}, lease_token = NULL, lease_expires_at = NULL
         WHERE ${heldBy('$1', '$2', '$4')}
         RETURNING j.id, j.notify_on_finish
-      ), notified AS (
+      ), ${confirming(jobs, '$5', '$2', '$4')}, notified AS (
         SELECT pg_notify('${channel}', 'finished:' || id) FROM done WHERE notify_on_finish
       )
       SELECT CASE WHEN (SELECT count(*) FROM done) < cardinality($1::bigint[])
@@ -81,7 +101,7 @@ export function outcomeSql({ jobs, starts, effects, channel }: JobTables) {
       ), kept AS (
         UPDATE ${jobs}
         SET status = 'completed', completed_at = now(), result = NULLIF($3::jsonb, 'null'::jsonb),
-            lease_token = NULL, lease_expires_at = NULL
+            ${charged()}, lease_token = NULL, lease_expires_at = NULL
         WHERE id = $1 AND lease_token = $2 AND status = 'processing' AND notify_on_finish
         RETURNING id
       )
@@ -91,17 +111,18 @@ export function outcomeSql({ jobs, starts, effects, channel }: JobTables) {
     /**
      * completeMany when `retention.completedMs` is 0, fenced per row exactly like it: the jobs
      * nobody waits for are deleted; the awaited ones, looked up again only among the ids the DELETE
-     * did not take (usually none), are completed and notified as completeMany does. Same reply.
+     * did not take (usually none), are completed and notified as completeMany does. Same reply;
+     * confirms starts ($5) as completeMany does.
      */
     completeManyDeleting: `
       WITH deleted AS (
         DELETE FROM ${jobs} j
         WHERE ${heldBy('$1', '$2', '$4')} AND NOT j.notify_on_finish
         RETURNING j.id
-      ), kept AS (
+      ), ${confirming(jobs, '$5', '$2', '$4')}, kept AS (
         UPDATE ${jobs} j
         SET status = 'completed', completed_at = now(), result = $3::jsonb -> (j.id::text),
-            lease_token = NULL, lease_expires_at = NULL
+            ${charged('j.')}, lease_token = NULL, lease_expires_at = NULL
         WHERE j.id = ANY (ARRAY(SELECT unnest($1::bigint[]) EXCEPT ALL SELECT id FROM deleted))
           AND ${holdsToken('$2', '$4')} AND j.notify_on_finish
         RETURNING j.id
@@ -119,7 +140,7 @@ export function outcomeSql({ jobs, starts, effects, channel }: JobTables) {
       UPDATE ${jobs}
       SET status = 'failed', last_error = $3, errors = errors || ${attemptError('$4::int', '$5::text', '$3::text')},
           run_at = now() + $6 * interval '1 millisecond', retry_after = now() + $6 * interval '1 millisecond',
-          lease_token = NULL, lease_expires_at = NULL
+          ${charged()}, lease_token = NULL, lease_expires_at = NULL
       WHERE id = $1 AND lease_token = $2 AND status = 'processing'`,
 
     /** Fenced like complete. */
@@ -127,13 +148,13 @@ export function outcomeSql({ jobs, starts, effects, channel }: JobTables) {
       UPDATE ${jobs}
       SET status = 'dead', dead_at = now(), last_error = $3,
           errors = errors || ${attemptError('$4::int', '$5::text', '$3::text')},
-          retry_after = NULL, lease_token = NULL, lease_expires_at = NULL
+          retry_after = NULL, ${charged()}, lease_token = NULL, lease_expires_at = NULL
       WHERE id = $1 AND lease_token = $2 AND status = 'processing'
       RETURNING id, notify_on_finish`),
 
     /**
-     * Hands jobs back unstarted (a drain, or prefetched jobs that waited too long), undoing the
-     * claim's attempt. Fenced per row, so a job already reclaimed by another worker is left alone.
+     * Hands jobs back (a drain, or prefetched jobs that waited too long), undoing the attempt if it
+     * was charged (a prefetched one was not: its attempts stay as they are). Fenced per row, so a job already reclaimed by another worker is left alone.
      * run_at is kept: the job goes back to its place in line, not behind what came since. Idle
      * workers are woken in the same statement, so the wake-up is sent if and only if the release
      * commits (the uncorrelated subquery in WHERE runs once, even when nothing was released).
@@ -141,7 +162,8 @@ export function outcomeSql({ jobs, starts, effects, channel }: JobTables) {
     release: `
       WITH released AS (
         UPDATE ${jobs} j
-        SET status = 'pending', attempts = GREATEST(j.attempts - 1, 0), worker_id = NULL, claimed_at = NULL,
+        SET status = 'pending', attempts = GREATEST(j.attempts - (NOT j.prefetched)::int, 0), prefetched = false,
+            worker_id = NULL, claimed_at = NULL,
             lease_token = NULL, lease_expires_at = NULL
         WHERE ${heldBy('$1', '$2', '$3')}
         RETURNING j.id
@@ -163,6 +185,12 @@ export function outcomeSql({ jobs, starts, effects, channel }: JobTables) {
       SELECT held.id::text AS id, (renewed.id IS NOT NULL) AS held,
              CASE WHEN renewed.id IS NOT NULL THEN 'processing' ELSE (SELECT s.status FROM ${jobs} s WHERE s.id = held.id) END AS status
       FROM unnest($1::bigint[]) AS held(id) LEFT JOIN renewed ON renewed.id = held.id`,
+
+    /**
+     * Confirms starts alone, when no completion is waiting to carry them: $1 the ids, $3 the usual
+     * token, $2 the others (as heldBy). Fenced, like completeMany's own confirms.
+     */
+    confirmStarts: `WITH ${confirming(jobs, '$1', '$2', '$3')} SELECT (SELECT count(*) FROM confirmed)::int AS confirmed`,
 
     /**
      * A rate-limited handler is about to start: its start moves from the provisional stamp the

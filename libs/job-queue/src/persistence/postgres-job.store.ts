@@ -106,8 +106,12 @@ export class PostgresJobStore implements JobStore {
     return this.outcomes.complete(lease, resultJson);
   }
 
-  completeMany(completions: ReadonlyArray<{ lease: Lease; resultJson: string }>): Promise<ReadonlySet<string>> {
-    return this.outcomes.completeMany(completions);
+  completeMany(completions: ReadonlyArray<{ lease: Lease; resultJson: string }>, confirms?: readonly Lease[]): Promise<ReadonlySet<string>> {
+    return this.outcomes.completeMany(completions, confirms);
+  }
+
+  confirmStarts(leases: readonly Lease[]): Promise<number> {
+    return this.outcomes.confirmStarts(leases);
   }
 
   beginJobTransaction(): Promise<JobTransaction> {
