@@ -141,7 +141,7 @@ describe('hot path statements', () => {
     // again returned something; b's result stays NULL.
     const [others, usual] = fence([b, again]);
     const withResult = JSON.stringify({ [again.id]: { v: 1 } });
-    const [current] = await db.query<{ missed: string | null }>(sql.completeMany, [[b.id, again.id], others, withResult, usual]);
+    const [current] = await db.query<{ missed: string | null }>(sql.completeMany, [[b.id, again.id], others, withResult, usual, '{}']);
     expect(current.missed).toBeNull();
     const stored = await db.query<{ id: string; result: unknown; no_result: boolean }>(
       `SELECT id::text AS id, result, result IS NULL AS no_result FROM job_queue.jobs WHERE id = ANY ($1::bigint[]) ORDER BY id`,
@@ -283,7 +283,7 @@ describe('hot path statements', () => {
         for (const smallTable of [false, true]) {
           const name = `one_${cap}_${smallTable ? 'small' : 'large'}`;
           await generic.query(`PREPARE ${name} AS ${claims.oneType(cap, smallTable)}`);
-          const { rows } = await generic.query(`EXPLAIN (FORMAT JSON) EXECUTE ${name}('hot.backlog0', 200, 'w', 30000, 3, '${NO_TOKEN}')`);
+          const { rows } = await generic.query(`EXPLAIN (FORMAT JSON) EXECUTE ${name}('hot.backlog0', 200, 'w', 30000, 3, '${NO_TOKEN}', 200)`);
           oneType[`oneType cap ${cap}${smallTable ? ' small-table form' : ''}`] = rows[0]['QUERY PLAN'][0];
         }
       }
@@ -340,7 +340,7 @@ describe('hot path statements', () => {
       const explainGeneric = async (name: string, analyze = false) => {
         await dataSource.query('SET plan_cache_mode = force_generic_plan');
         const rows = await dataSource.query(
-          `EXPLAIN ${analyze ? '(ANALYZE, COSTS OFF, TIMING OFF)' : ''} EXECUTE "${name}"('hot.growing', 1, 'w', 30000, 3, '${NO_TOKEN}')`,
+          `EXPLAIN ${analyze ? '(ANALYZE, COSTS OFF, TIMING OFF)' : ''} EXECUTE "${name}"('hot.growing', 1, 'w', 30000, 3, '${NO_TOKEN}', 1)`,
         );
         await dataSource.query('RESET plan_cache_mode');
         return rows.map((row: { 'QUERY PLAN': string }) => row['QUERY PLAN']).join('\n');
@@ -428,7 +428,7 @@ describe('hot path statements', () => {
       await db.query(`VACUUM ANALYZE job_queue.jobs`);
       await client.query('SET plan_cache_mode = force_generic_plan');
       await client.query(`PREPARE small_on_empty AS ${claims.oneType(16, true)}`);
-      const params = `('hot.keyed', 16, 'w', 30000, 3, '${NO_TOKEN}')`;
+      const params = `('hot.keyed', 16, 'w', 30000, 3, '${NO_TOKEN}', 16)`;
       await client.query(`EXPLAIN EXECUTE small_on_empty${params}`);
 
       // A key whose oldest job runs, 2,000 jobs waiting behind it, then free jobs with and without keys.
@@ -459,7 +459,7 @@ describe('hot path statements', () => {
 
       // A claim for another type never builds the set, however many keyed jobs are waiting.
       await client.query('BEGIN');
-      const otherType = (await client.query(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE small_on_empty('hot.unkeyed', 16, 'w', 30000, 3, '${NO_TOKEN}')`)).rows
+      const otherType = (await client.query(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE small_on_empty('hot.unkeyed', 16, 'w', 30000, 3, '${NO_TOKEN}', 16)`)).rows
         .map((row: { 'QUERY PLAN': string }) => row['QUERY PLAN'])
         .join('\n');
       await client.query('ROLLBACK');
@@ -609,7 +609,7 @@ describe('hot path statements', () => {
 
   /** completeMany's parameters. */
   function completion(jobs: readonly HeldJob[], [others, usual] = fence(jobs)): unknown[] {
-    return [jobs.map((j) => j.id), others, results(jobs), usual];
+    return [jobs.map((j) => j.id), others, results(jobs), usual, '{}'];
   }
 
   /** renewLeases' parameters. */

@@ -247,7 +247,10 @@ describe('SIGTERM and SIGKILL on real worker processes', () => {
       expect(list, `runs of job ${jobId}`).toHaveLength(2);
       expect(list[0], `first run of job ${jobId}`).toMatchObject({ worker_id: 'kill-b', attempt: 1 });
       expect(list[1].worker_id, `second run of job ${jobId}`).not.toBe('kill-b');
-      expect(list[1]).toMatchObject({ attempt: 2 });
+      // Its run on kill-b counted if its start had been charged: by the claim (it took a free slot
+      // at once), or a few ms after it started from the buffer. A short job killed within those
+      // few ms runs again as attempt 1, its attempts as if never claimed.
+      expect([1, 2], `second run of job ${jobId}`).toContain(list[1].attempt);
       expect(list[1].finished_at).toBeInstanceOf(Date);
     }
     // (A first run may show finished_at: the handler returned just before the kill, whose completion
@@ -257,18 +260,20 @@ describe('SIGTERM and SIGKILL on real worker processes', () => {
     // concurrency), those whose handler had returned but whose outcome was still being written (at
     // most concurrency), prefetched ones it had not started (at most prefetch), and those of a
     // claim it had sent ahead (at most concurrency plus prefetch); the unstarted ones ran once,
-    // elsewhere. None took more than that one extra attempt.
-    const reclaimed = jobs.filter((job) => job.attempts !== 1);
-    expect(reclaimed.length, 'kill-b had jobs in flight').toBeGreaterThan(0);
-    expect(reclaimed.length).toBeLessThanOrEqual(3 * settings.concurrency + 2 * settings.prefetch);
+    // elsewhere, as attempt 1, their attempts untouched. Only a run kill-b had started and charged
+    // counts: none took more than that one extra attempt.
+    expect(twice.length, 'kill-b had jobs in flight').toBeGreaterThan(0);
     // Effects repeat only for jobs kill-b had started.
     expect(twice.length).toBeLessThanOrEqual(2 * settings.concurrency);
+    const reclaimed = jobs.filter((job) => job.attempts !== 1);
     for (const job of reclaimed) {
       expect(job.attempts, `attempts of job ${job.id}`).toBe(2);
       expect(job.last_error, `last error of job ${job.id}`).toMatch(/^worker lost: kill-b /);
       expect(job.worker_id).not.toBe('kill-b');
+      expect(runsByJob.get(job.id), `runs of charged job ${job.id}`).toHaveLength(2);
     }
-    expect(twice.map(([jobId]) => jobId).every((jobId) => reclaimed.some((job) => job.id === jobId))).toBe(true);
+    // Every job's attempts are its charged runs: its last run's number.
+    for (const job of jobs) expect(job.attempts, `attempts of job ${job.id}`).toBe(runsByJob.get(job.id)!.at(-1)!.attempt);
     // Completed by kill-b means it ran exactly once, there.
     for (const job of jobs.filter((j) => j.worker_id === 'kill-b')) {
       expect(runsByJob.get(job.id)!.map((r) => r.worker_id)).toEqual(['kill-b']);
