@@ -18,6 +18,8 @@ function attemptWith({
   recording = undefined as Promise<void> | undefined,
   rateLimited = false,
   markStarted = async () => undefined as void,
+  claimed = job,
+  confirmed = 1,
 } = {}) {
   const steps: string[] = [];
   const errors: string[] = [];
@@ -30,6 +32,8 @@ function attemptWith({
     } as unknown as JobRunner,
     recorder: {
       recordSuccess: (completion: Attempt) => void steps.push(`recordSuccess:${completion.resultJson}`),
+      startConfirmation: () => void steps.push('startConfirmation'),
+      startEnded: () => void steps.push('startEnded'),
       completionWritten: (_job: ClaimedJob, _handler: unknown, applied: boolean) => (steps.push(`completionWritten:${applied}`), recording),
       retryCompletion: (_job: ClaimedJob, _handler: unknown, resultJson: string, held: Attempt, error: Error) => (
         steps.push(`retryCompletion:${resultJson}:${held === attempt}:${error.message}`), recording
@@ -40,7 +44,7 @@ function attemptWith({
     } as unknown as OutcomeRecorder,
     store: {
       markStarted: async () => (steps.push('markStarted'), markStarted()),
-      confirmStarts: async () => (steps.push('confirmStarts'), 1),
+      confirmStarts: async () => (steps.push('confirmStarts'), confirmed),
     },
     logger: { ...quietLogger, error: (message: string) => errors.push(message) },
     owner: {
@@ -49,11 +53,38 @@ function attemptWith({
     },
   } satisfies AttemptServices;
   const handler = handlerStub({ rateLimit: rateLimited ? { max: 10, perMs: 1_000 } : null });
-  const attempt = new Attempt(job, handler, 5, 4, services);
+  const attempt = new Attempt(claimed, handler, 5, 4, services);
   return { attempt, steps, errors };
 }
 
 describe('Attempt', () => {
+  it('claimed prefetched: asks for its start to be charged as it runs, and withdraws that once its handler returns', () => {
+    const { attempt, steps } = attemptWith({ claimed: { ...job, prefetched: true } });
+    attempt.start();
+    expect(steps).toEqual(['startConfirmation', 'run', 'startEnded', 'handlerReturned:true', 'recordSuccess:{"ok":1}']);
+  });
+
+  it('charged by its claim: no confirm at all', () => {
+    const { attempt, steps } = attemptWith({ claimed: { ...job, prefetched: false } });
+    attempt.start();
+    expect(steps).toEqual(['run', 'handlerReturned:true', 'recordSuccess:{"ok":1}']);
+  });
+
+  it('claimed prefetched after losing a worker before: charged before its handler runs', async () => {
+    const { attempt, steps } = attemptWith({ claimed: { ...job, prefetched: true, leaseExpiries: 1 } });
+    attempt.start();
+    expect(steps).toEqual(['confirmStarts']);
+    await tick();
+    expect(steps).toEqual(['confirmStarts', 'run', 'handlerReturned:true', 'recordSuccess:{"ok":1}']);
+  });
+
+  it('claimed prefetched after losing a worker, its lease gone before the charge: never runs', async () => {
+    const { attempt, steps } = attemptWith({ claimed: { ...job, prefetched: true, leaseExpiries: 2 }, confirmed: 0 });
+    attempt.start();
+    await tick();
+    expect(steps).toEqual(['confirmStarts', 'handlerReturned:true', 'record:interrupted:true', 'attemptFinished:true']);
+  });
+
   it('is its own lease, from its claim', () => {
     const { attempt } = attemptWith();
     expect(attempt).toMatchObject({ id: '7', leaseToken: 't1', renewedAt: 4, claimedAt: 5, slotHeld: false });

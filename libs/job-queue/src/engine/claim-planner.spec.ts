@@ -26,6 +26,12 @@ function limits(plan: ClaimRequest | null): Record<string, number> {
 }
 
 describe('ClaimPlanner', () => {
+  it('says how many of the claimed jobs start at once: the free slots, not the buffer’s room', () => {
+    const prefetching = plannerOf(5, types, 'worker-a', 30_000, Infinity, 100);
+    expect(prefetching.plan(load(2, inFlight({ 'report.build': 2 })))).toMatchObject({ limit: 103, startNow: 3 });
+    expect(prefetching.plan(load(5, inFlight({ 'report.build': 5 })))).toMatchObject({ startNow: 0 });
+  });
+
   it('asks for the free capacity when nothing runs, each type limited by its own concurrency', () => {
     const plan = planner().plan(load(0, inFlight()));
     expect(plan).toMatchObject({ workerId: 'worker-a', leaseMs: 30_000, limit: 5 });
