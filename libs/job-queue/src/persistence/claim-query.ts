@@ -186,9 +186,14 @@ export class ClaimQuery {
      * returns one row of NULLs instead (see turnedAway), so the caller knows to claim in the
      * large form.
      */
-    /** The one-type claim's locked rows numbered in claim order (already their order: no sort). */
+    /**
+     * The one-type claim's locked rows numbered in the order they come in, which is claim order
+     * (the index scan's, through limits alone). Naming the order instead would add a sort of every
+     * claimed row. Were the numbering ever off, only which jobs are charged at claim rather than as
+     * they start would change, not whether a started job is charged.
+     */
     const numbered = (locked: string) => `
-          SELECT l.ctid, row_number() OVER (ORDER BY l.priority DESC, l.run_at, l.id) AS n FROM (${locked}
+          SELECT l.ctid, row_number() OVER () AS n FROM (${locked}
           ) l`;
     this.oneTypeText = (cap, smallTable) => {
       if (!smallTable) {
