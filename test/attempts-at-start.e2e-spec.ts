@@ -160,6 +160,41 @@ describe('attempts charged at start', () => {
     expect(runs.at(-1)!.attempt).toBe(MAX_ATTEMPTS);
   });
 
+  it('a completion statement charges the prefetched jobs it completes and the started ones it confirms, each once, fenced by token', async () => {
+    const claims = new ClaimQuery('job_queue', true);
+    const jobs = await api.producer.enqueueMany([1, 2, 3, 4].map((n) => ({ type: 'confirm.work', payload: { n } })));
+    const token = randomUUID();
+    const request = { workerId: 'confirmer', leaseMs: 60_000, limit: 4, startNow: 1, perType: [{ type: 'confirm.work', limit: 4, maxAttempts: 3 }] };
+    const claimed = await db.query<{ id: string; attempt: number; prefetched: boolean }>(claims.plainText, claims.plainParams(request, token));
+    // The first in claim order starts at once and is charged; the rest are prefetched, each reading as attempt 1.
+    expect(claimed.map((row) => [row.attempt, row.prefetched])).toEqual([
+      [1, false],
+      [1, true],
+      [1, true],
+      [1, true],
+    ]);
+    const [charged, done, confirmed, stale] = claimed.map((row) => row.id);
+    expect((await rows([charged, done, confirmed, stale])).map((row) => row.attempts)).toEqual([1, 0, 0, 0]);
+    // charged and done complete; confirmed's start is confirmed; stale's confirm presents a wrong token.
+    const others = JSON.stringify({ [stale]: randomUUID() });
+    const [reply] = await db.query<{ missed: string | null }>(sql.completeManyConfirming, [[charged, done], others, '{}', token, [confirmed, stale]]);
+    expect(reply.missed).toBeNull();
+    expect((await rows([charged, done, confirmed, stale])).map((row) => [row.status, row.attempts])).toEqual([
+      ['completed', 1],
+      ['completed', 1],
+      ['processing', 1],
+      ['processing', 0],
+    ]);
+    // A second confirm of the same start charges nothing more; released, a charged start is refunded, a prefetched one keeps its attempts.
+    await db.query(sql.confirmStarts, [[confirmed], '{}', token]);
+    const released = await db.query<{ id: string }>(sql.release, [[confirmed, stale], '{}', token]);
+    expect(released).toHaveLength(2);
+    expect((await rows([confirmed, stale])).map((row) => [row.status, row.attempts])).toEqual([
+      ['pending', 0],
+      ['pending', 0],
+    ]);
+  });
+
   it('the backstop dead-letters a job that loses its worker again and again before its start is charged', async () => {
     const claims = new ClaimQuery('job_queue', true);
     const [{ id }] = await api.producer.enqueueMany([{ type: 'backstop.work', payload: {} }]);

@@ -141,7 +141,7 @@ describe('hot path statements', () => {
     // again returned something; b's result stays NULL.
     const [others, usual] = fence([b, again]);
     const withResult = JSON.stringify({ [again.id]: { v: 1 } });
-    const [current] = await db.query<{ missed: string | null }>(sql.completeMany, [[b.id, again.id], others, withResult, usual, '{}']);
+    const [current] = await db.query<{ missed: string | null }>(sql.completeMany, [[b.id, again.id], others, withResult, usual]);
     expect(current.missed).toBeNull();
     const stored = await db.query<{ id: string; result: unknown; no_result: boolean }>(
       `SELECT id::text AS id, result, result IS NULL AS no_result FROM job_queue.jobs WHERE id = ANY ($1::bigint[]) ORDER BY id`,
@@ -609,7 +609,7 @@ describe('hot path statements', () => {
 
   /** completeMany's parameters. */
   function completion(jobs: readonly HeldJob[], [others, usual] = fence(jobs)): unknown[] {
-    return [jobs.map((j) => j.id), others, results(jobs), usual, '{}'];
+    return [jobs.map((j) => j.id), others, results(jobs), usual];
   }
 
   /** renewLeases' parameters. */

@@ -93,7 +93,7 @@ describe('retention.completedMs 0: delete on complete', () => {
       // Rows 1, 3 and 4 carry tokens of their own (the `others` map); row 2's is wrong (its lease is gone).
       const others = { [rows[1].id]: rows[1].token, [rows[2].id]: '00000000-0000-0000-0000-000000000000', [rows[3].id]: rows[3].token, [rows[4].id]: rows[4].token };
       const results = { [rows[3].id]: { answer: 7 } };
-      const [reply] = await db.query(sql.completeManyDeleting, [rows.map((r) => r.id), JSON.stringify(others), JSON.stringify(results), usual, '{}']);
+      const [reply] = await db.query(sql.completeManyDeleting, [rows.map((r) => r.id), JSON.stringify(others), JSON.stringify(results), usual]);
       expect(reply).toEqual({ missed: rows[2].id, notified: 1 });
       const left = await db.query<{ id: string; status: string; result: unknown; lease_token: string | null }>(
         `SELECT id::text, status, result, lease_token::text FROM job_queue.jobs WHERE type = 'doc.sql' ORDER BY id`,
@@ -106,7 +106,7 @@ describe('retention.completedMs 0: delete on complete', () => {
       expect(listening.payloads.filter((p) => p.startsWith('finished:'))).toEqual([`finished:${rows[3].id}`]);
 
       // Every completion applied: the usual one-NULL reply.
-      const [again] = await db.query(sql.completeManyDeleting, [[rows[2].id], '{}', '{}', rows[2].token, '{}']);
+      const [again] = await db.query(sql.completeManyDeleting, [[rows[2].id], '{}', '{}', rows[2].token]);
       expect(again).toEqual({ missed: null, notified: 0 });
       expect(await rowsOf('doc.sql')).toBe(1);
     } finally {

@@ -18,6 +18,8 @@ export class OutcomeWriter {
   private readonly completeSql: string;
   private readonly completeManySql: string;
   private readonly completeManyName: string;
+  private readonly completeManyConfirmingSql: string;
+  private readonly completeManyConfirmingName: string;
 
   constructor(
     private readonly executor: SqlExecutor,
@@ -28,6 +30,8 @@ export class OutcomeWriter {
     this.completeSql = deleteOnComplete ? sql.completeDeleting : sql.complete;
     this.completeManySql = deleteOnComplete ? sql.completeManyDeleting : sql.completeMany;
     this.completeManyName = named(deleteOnComplete ? 'completeManyDeleting' : 'completeMany');
+    this.completeManyConfirmingSql = deleteOnComplete ? sql.completeManyDeletingConfirming : sql.completeManyConfirming;
+    this.completeManyConfirmingName = named(deleteOnComplete ? 'completeManyDeletingConfirming' : 'completeManyConfirming');
   }
 
   async complete(lease: Lease, resultJson: string): Promise<boolean> {
@@ -45,11 +49,13 @@ export class OutcomeWriter {
     }
     const leases = completions.map((c) => c.lease);
     // One token map for both lists: a claim's jobs share its token, so it stays as small.
-    const [others, usual] = leaseTokens(confirms.length === 0 ? leases : [...leases, ...confirms]);
+    const confirming = confirms.length > 0;
+    const [others, usual] = leaseTokens(confirming ? [...leases, ...confirms] : leases);
+    const params = [idArray(leases), others, resultsById(completions), usual];
     const { rows } = await this.executor.query<{ missed: string | null }>(
-      this.completeManySql,
-      [idArray(leases), others, resultsById(completions), usual, idArray(confirms)],
-      this.completeManyName,
+      confirming ? this.completeManyConfirmingSql : this.completeManySql,
+      confirming ? [...params, idArray(confirms)] : params,
+      confirming ? this.completeManyConfirmingName : this.completeManyName,
     );
     // Exactly one row, always: without it, nothing would tell an applied completion from a lost one.
     if (rows.length !== 1) throw new Error(`completeMany returned ${rows.length} rows, expected 1`);

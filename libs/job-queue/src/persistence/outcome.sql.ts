@@ -48,6 +48,45 @@ export function outcomeSql({ jobs, starts, effects, channel }: JobTables) {
              (SELECT count(*) FROM (SELECT pg_notify('${channel}', 'finished:' || id) FROM done
                                     WHERE notify_on_finish) n)::int AS notified`;
 
+  /**
+   * The batched completion statements, with or without starts to confirm ($5): a worker with none
+   * pending (short jobs) runs the statement without that update at all.
+   */
+  const completeMany = (confirms: boolean) => `
+      WITH done AS (
+        UPDATE ${jobs} j
+        SET status = 'completed', completed_at = now(), result = $3::jsonb -> (j.id::text),
+            ${charged('j.')}, lease_token = NULL, lease_expires_at = NULL
+        WHERE ${heldBy('$1', '$2', '$4')}
+        RETURNING j.id, j.notify_on_finish
+      )${confirms ? `, ${confirming(jobs, '$5', '$2', '$4')}` : ''}, notified AS (
+        SELECT pg_notify('${channel}', 'finished:' || id) FROM done WHERE notify_on_finish
+      )
+      SELECT CASE WHEN (SELECT count(*) FROM done) < cardinality($1::bigint[])
+                  THEN (SELECT string_agg(i::text, ',') FROM unnest($1::bigint[]) AS i WHERE i NOT IN (SELECT id FROM done))
+             END AS missed,
+             (SELECT count(*) FROM notified)::int AS notified`;
+  const completeManyDeleting = (confirms: boolean) => `
+      WITH deleted AS (
+        DELETE FROM ${jobs} j
+        WHERE ${heldBy('$1', '$2', '$4')} AND NOT j.notify_on_finish
+        RETURNING j.id
+      )${confirms ? `, ${confirming(jobs, '$5', '$2', '$4')}` : ''}, kept AS (
+        UPDATE ${jobs} j
+        SET status = 'completed', completed_at = now(), result = $3::jsonb -> (j.id::text),
+            ${charged('j.')}, lease_token = NULL, lease_expires_at = NULL
+        WHERE j.id = ANY (ARRAY(SELECT unnest($1::bigint[]) EXCEPT ALL SELECT id FROM deleted))
+          AND ${holdsToken('$2', '$4')} AND j.notify_on_finish
+        RETURNING j.id
+      ), notified AS (
+        SELECT pg_notify('${channel}', 'finished:' || id) FROM kept
+      )
+      SELECT CASE WHEN (SELECT count(*) FROM deleted) + (SELECT count(*) FROM kept) < cardinality($1::bigint[])
+                  THEN (SELECT string_agg(i::text, ',') FROM unnest($1::bigint[]) AS i
+                        WHERE i NOT IN (SELECT id FROM deleted UNION ALL SELECT id FROM kept))
+             END AS missed,
+             (SELECT count(*) FROM notified)::int AS notified`;
+
   return {
     /**
      * Fenced: applies only while this worker still holds the lease token. Notifies an
@@ -68,24 +107,14 @@ export function outcomeSql({ jobs, starts, effects, channel }: JobTables) {
      * apply (their lease was gone), as one comma-separated string, or NULL when all applied: the
      * usual reply is one NULL, not every id, and the ids are only sorted out when some failed
      * (a scalar subquery in a CASE branch runs only if that branch is taken).
-     *
-     * $5: the starts to confirm, prefetched attempts that started and are still running here (see
-     * confirmStarts); the caller never lists a job in both $1 and $5, so no row is updated twice.
      */
-    completeMany: `
-      WITH done AS (
-        UPDATE ${jobs} j
-        SET status = 'completed', completed_at = now(), result = $3::jsonb -> (j.id::text),
-            ${charged('j.')}, lease_token = NULL, lease_expires_at = NULL
-        WHERE ${heldBy('$1', '$2', '$4')}
-        RETURNING j.id, j.notify_on_finish
-      ), ${confirming(jobs, '$5', '$2', '$4')}, notified AS (
-        SELECT pg_notify('${channel}', 'finished:' || id) FROM done WHERE notify_on_finish
-      )
-      SELECT CASE WHEN (SELECT count(*) FROM done) < cardinality($1::bigint[])
-                  THEN (SELECT string_agg(i::text, ',') FROM unnest($1::bigint[]) AS i WHERE i NOT IN (SELECT id FROM done))
-             END AS missed,
-             (SELECT count(*) FROM notified)::int AS notified`,
+    completeMany: completeMany(false),
+
+    /**
+     * completeMany that also charges started prefetched attempts still running here ($5, see
+     * confirmStarts). The caller never lists a job in both $1 and $5: no row is updated twice.
+     */
+    completeManyConfirming: completeMany(true),
 
     /**
      * complete when `retention.completedMs` is 0: the job's row is deleted instead, fenced by the
@@ -111,29 +140,12 @@ export function outcomeSql({ jobs, starts, effects, channel }: JobTables) {
     /**
      * completeMany when `retention.completedMs` is 0, fenced per row exactly like it: the jobs
      * nobody waits for are deleted; the awaited ones, looked up again only among the ids the DELETE
-     * did not take (usually none), are completed and notified as completeMany does. Same reply;
-     * confirms starts ($5) as completeMany does.
+     * did not take (usually none), are completed and notified as completeMany does. Same reply.
      */
-    completeManyDeleting: `
-      WITH deleted AS (
-        DELETE FROM ${jobs} j
-        WHERE ${heldBy('$1', '$2', '$4')} AND NOT j.notify_on_finish
-        RETURNING j.id
-      ), ${confirming(jobs, '$5', '$2', '$4')}, kept AS (
-        UPDATE ${jobs} j
-        SET status = 'completed', completed_at = now(), result = $3::jsonb -> (j.id::text),
-            ${charged('j.')}, lease_token = NULL, lease_expires_at = NULL
-        WHERE j.id = ANY (ARRAY(SELECT unnest($1::bigint[]) EXCEPT ALL SELECT id FROM deleted))
-          AND ${holdsToken('$2', '$4')} AND j.notify_on_finish
-        RETURNING j.id
-      ), notified AS (
-        SELECT pg_notify('${channel}', 'finished:' || id) FROM kept
-      )
-      SELECT CASE WHEN (SELECT count(*) FROM deleted) + (SELECT count(*) FROM kept) < cardinality($1::bigint[])
-                  THEN (SELECT string_agg(i::text, ',') FROM unnest($1::bigint[]) AS i
-                        WHERE i NOT IN (SELECT id FROM deleted UNION ALL SELECT id FROM kept))
-             END AS missed,
-             (SELECT count(*) FROM notified)::int AS notified`,
+    completeManyDeleting: completeManyDeleting(false),
+
+    /** completeManyDeleting that also confirms starts ($5). */
+    completeManyDeletingConfirming: completeManyDeleting(true),
 
     /** Fenced like complete; the retry time is computed by the database clock. */
     scheduleRetry: `
