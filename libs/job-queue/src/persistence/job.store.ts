@@ -212,6 +212,8 @@ export interface JobStore {
    * Retention, one chunk of the table in id order: looks at up to `chunk` jobs after id `afterId`
    * and deletes those completed, or cancelled, more than `olderThanMs` ago; a completed job whose
    * enqueueAndWait caller has not read it yet, only once it completed more than `awaitedMs` ago too.
+   * Run it in a transaction (the maintenance leader's): the plan that keeps it to the primary key
+   * is set for the rest of that transaction.
    */
   pruneFinishedChunk(afterId: string, chunk: number, olderThanMs: number, awaitedMs: number): Promise<PrunedChunk>;
   /** An enqueueAndWait caller has read its completed job: retention may delete it from now on. */

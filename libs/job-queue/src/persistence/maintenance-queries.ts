@@ -44,6 +44,7 @@ export class MaintenanceQueries {
   }
 
   async pruneFinishedChunk(afterId: string, chunk: number, olderThanMs: number, awaitedMs: number): Promise<PrunedChunk> {
+    await this.executor.query(this.sql.planWalkInIdOrder);
     const { rows } = await this.executor.query<{
       scanned: number;
       last_id: string | null;

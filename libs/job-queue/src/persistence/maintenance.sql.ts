@@ -86,6 +86,14 @@ export function maintenanceSql({ schema, jobs, starts, walk, channel }: JobTable
      * LOCKED, which rechecks status and age on the row's latest version: a row changed or held
      * meanwhile (a concurrent retryDead) is left alone.
      */
+    /**
+     * Run before the walk's chunks, in the pass's transaction: the walk must read the primary key
+     * in order whatever the statistics say. Statistics taken while the table was sparse (a vacuum
+     * after a purge) make a chunk look like half the table, and the planner would sort all of it.
+     * Sorting is only priced out, so the one plan with no other way still sorts.
+     */
+    planWalkInIdOrder: `SELECT set_config('enable_sort', 'off', true)`,
+
     pruneFinishedChunk: `
       WITH scanned AS MATERIALIZED (
         SELECT id, status, created_at, completed_at, notify_on_finish FROM ${jobs} WHERE id > $1::bigint ORDER BY id LIMIT $2
