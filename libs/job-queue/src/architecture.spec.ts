@@ -16,6 +16,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['persistence'],
   ['connection'],
   ['events'],
+  ['tracing'],
   ['notifications'],
   ['decorators'],
   ['schedules'],
@@ -23,8 +24,10 @@ const LAYERS: readonly (readonly string[])[] = [
   ['discovery'],
   ['producer'],
   ['maintenance'],
+  ['metrics'],
   ['orchestrator'],
   ['health', 'admin', 'http'],
+  ['dashboard', 'cli'],
   ['.'],
 ];
 
