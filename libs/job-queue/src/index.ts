@@ -3,16 +3,23 @@ export { JOB_QUEUE_ASYNC_OPTIONS_TYPE, JOB_QUEUE_OPTIONS_TYPE } from './job-queu
 export type { JobQueueOptions, ResolvedJobQueueOptions, RetentionOptions, RetryOptions } from './options/job-queue-options.js';
 export { JobHandler } from './decorators/job-handler.decorator.js';
 export type { JobHandlerOptions, PayloadSchema } from './decorators/job-handler-options.js';
-export type { JobContext } from './base/job-context.js';
+export type { JobContext, JobProgress } from './base/job-context.js';
 export type { JobQueueEvent, JobQueueEventKind } from './events/job-queue-event.js';
 export { JobProducer } from './producer/job.producer.js';
 export type { EnqueueAndWaitOptions, EnqueueManyItem, EnqueueOptions, EnqueueResult } from './base/enqueue-options.js';
-export { JobQueueAdmin, type ListDeadOptions } from './admin/job-queue.admin.js';
+export {
+  JobQueueAdmin,
+  type ListDeadOptions,
+  type ListJobsOptions,
+  type PurgeOptions,
+  type RetryDeadManyOptions,
+  type ThroughputOptions,
+} from './admin/job-queue.admin.js';
 export { JobQueueEvents } from './events/job-queue.events.js';
 export { JobQueueHealthIndicator, type JobQueueReadiness, type JobQueueReadyStatus } from './health/job-queue.health.js';
 export type { JobRecord, JobAttemptError } from './persistence/job-record.js';
 export type { JobStatus } from './persistence/job-status.js';
-export type { CircuitRecord, JobCounts, JobStats } from './persistence/job.store.js';
+export type { CircuitRecord, JobCounts, JobPage, JobStats, ThroughputMinute, WorkerRecord } from './persistence/job.store.js';
 export type { ScheduledType } from './schedules/cron-scheduler.js';
 export { JobEntity } from './persistence/job.entity.js';
 export { JOB_QUEUE_ENTITIES } from './persistence/entities.js';

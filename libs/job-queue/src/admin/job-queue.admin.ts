@@ -3,7 +3,10 @@ import { InvalidJobError } from '../errors/invalid-job.error.js';
 import { JobNotFoundError } from '../errors/job-not-found.error.js';
 import { JobStateError } from '../errors/job-state.error.js';
 import { JOB_STORE } from '../base/job-queue.constants.js';
-import type { CircuitRecord, JobStats, JobStore } from '../persistence/job.store.js';
+import type { CircuitRecord, JobPage, JobStats, JobStore, ThroughputMinute, WorkerRecord } from '../persistence/job.store.js';
+import type { JobStatus } from '../persistence/job-status.js';
+import { JobQueueEvents } from '../events/job-queue.events.js';
+import { integerIn, optionalCursor, optionalStatus, optionalType, requiredType } from './operator-input.js';
 import type { ScheduledType } from '../schedules/cron-scheduler.js';
 import type { JobRecord } from '../persistence/job-record.js';
 import { JobQueueOrchestrator } from '../orchestrator/job-queue.orchestrator.js';
@@ -14,13 +17,110 @@ export interface ListDeadOptions {
   limit?: number;
 }
 
+export interface ListJobsOptions {
+  status?: JobStatus;
+  type?: string;
+  /** @default 50, at most 500 */
+  limit?: number;
+  /** The previous page's `nextCursor`. */
+  cursor?: string | null;
+}
+
+export interface RetryDeadManyOptions {
+  type?: string;
+  /** Called after each batch with the jobs retried so far (a progress bar's feed). */
+  onProgress?: (done: number) => void;
+}
+
+export interface PurgeOptions {
+  status: 'completed' | 'dead' | 'cancelled';
+  type?: string;
+  /** Only jobs finished (cancelled: created) more than this long ago. @default 0 */
+  olderThanMs?: number;
+  /** Called after each batch with the jobs deleted so far. */
+  onProgress?: (done: number) => void;
+}
+
+export interface ThroughputOptions {
+  /** @default 60, at most 1440 (the rollup keeps two days) */
+  minutes?: number;
+  type?: string;
+}
+
+const PURGEABLE = ['completed', 'dead', 'cancelled'] as const;
+
 /** Operator API: inspect jobs, count them, and act on dead letters. */
 @Injectable()
 export class JobQueueAdmin {
   constructor(
     @Inject(JOB_STORE) private readonly store: JobStore,
     private readonly orchestrator: JobQueueOrchestrator,
+    private readonly events: JobQueueEvents,
   ) {}
+
+  /** Jobs newest first, one page at a time (keyset: a page never scans the table). */
+  async listJobs(options: ListJobsOptions = {}): Promise<JobPage> {
+    const spared = 'Nothing was read.';
+    return this.store.listJobs({
+      status: optionalStatus(options.status, spared),
+      type: optionalType(options.type, spared),
+      limit: integerIn('limit', options.limit, 50, 1, 500, spared),
+      before: optionalCursor(options.cursor),
+    });
+  }
+
+  /** Every dead job (of the type) back to pending with its attempts reset, as retryDead does one; resolves to how many. */
+  async retryDeadMany(options: RetryDeadManyOptions = {}): Promise<number> {
+    return this.store.retryDeadMany(optionalType(options.type, 'Nothing was retried.'), options.onProgress);
+  }
+
+  /** Deletes finished jobs of a status (and type, and age); resolves to how many. */
+  async purge(options: PurgeOptions): Promise<number> {
+    const spared = 'Nothing was deleted.';
+    const status = options?.status;
+    if (!(PURGEABLE as readonly unknown[]).includes(status)) {
+      throw new InvalidJobError('status', `must be one of ${PURGEABLE.join(', ')} (got ${JSON.stringify(status) ?? String(status)})`, spared);
+    }
+    return this.store.purge(
+      {
+        status,
+        type: optionalType(options.type, spared),
+        olderThanMs: integerIn('olderThanMs', options.olderThanMs, 0, 0, Number.MAX_SAFE_INTEGER, spared),
+      },
+      options.onProgress,
+    );
+  }
+
+  /**
+   * No worker starts jobs of the type from now on (within a poll interval in other processes);
+   * running ones finish, enqueues are still accepted. Stored in the database: it outlives restarts.
+   */
+  async pause(type: string): Promise<void> {
+    const changed = await this.store.pauseType(requiredType(type, 'Nothing was paused.'));
+    if (!(await this.orchestrator.pausesChanged()) && changed) this.events.emit({ kind: 'paused', type });
+  }
+
+  /** Workers start jobs of the type again. */
+  async resume(type: string): Promise<void> {
+    const changed = await this.store.resumeType(requiredType(type, 'Nothing was resumed.'));
+    if (!(await this.orchestrator.pausesChanged()) && changed) this.events.emit({ kind: 'resumed', type });
+  }
+
+  /** The paused types, across the cluster. */
+  paused(): Promise<string[]> {
+    return this.store.pausedTypes();
+  }
+
+  /** One entry per live worker process (its heartbeat not expired). */
+  workers(): Promise<WorkerRecord[]> {
+    return this.store.workers();
+  }
+
+  /** Outcomes per minute, every minute of the window, oldest first, from the rollup (never the jobs table). */
+  async throughput(options: ThroughputOptions = {}): Promise<ThroughputMinute[]> {
+    const spared = 'Nothing was read.';
+    return this.store.throughput(integerIn('minutes', options.minutes, 60, 1, 1440, spared), optionalType(options.type, spared));
+  }
 
   /** One entry per open (or half-open) circuit, across the cluster. */
   circuits(): Promise<CircuitRecord[]> {

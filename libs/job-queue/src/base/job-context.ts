@@ -1,6 +1,9 @@
 import type { EntityManager } from 'typeorm';
 import type { EnqueueOptions, EnqueueResult } from './enqueue-options.js';
 
+/** What `job.progress()` takes: a percentage, or a JSON object of the handler's choosing. */
+export type JobProgress = number | Record<string, unknown>;
+
 /** What a handler learns about the job it runs, and what it can do through it. */
 export interface JobContext {
   readonly id: string;
@@ -21,6 +24,13 @@ export interface JobContext {
    * `fn`'s JSON result before returning. Later attempts get the stored result instead.
    */
   once<T>(key: string, fn: () => T | Promise<T>): Promise<T>;
+  /**
+   * Stores the job's latest progress (a number from 0 to 100, or a JSON object), shown by
+   * `getJob().progress` and the dashboard. Writes are coalesced to a few a second; await the
+   * promise to know the value is stored (before the job ends, say). A failed write is logged and
+   * never fails the job; a value of the wrong kind throws InvalidJobError.
+   */
+  progress(value: JobProgress): Promise<void>;
   /** Enqueues a follow-up job; in a transactional handler, inside the same transaction. */
   enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions): Promise<EnqueueResult>;
 }

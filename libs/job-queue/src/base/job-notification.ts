@@ -4,4 +4,6 @@ export type JobNotification =
   /** Delayed jobs were added: the earliest comes due in `inMs` (as the database counted it). */
   | { kind: 'due'; inMs: number }
   | { kind: 'cancel'; jobId: string }
-  | { kind: 'finished'; jobId: string };
+  | { kind: 'finished'; jobId: string }
+  /** A type was paused or resumed: re-read the paused list. */
+  | { kind: 'paused' };

@@ -1,5 +1,9 @@
 import type { EntityManager } from 'typeorm';
-import type { ClaimedJob } from '../persistence/job.store.js';
+import type { EngineLogger } from '../base/logger.js';
+import type { JobProgress } from '../base/job-context.js';
+import { InvalidJobError } from '../errors/invalid-job.error.js';
+import type { ClaimedJob, JobStore } from '../persistence/job.store.js';
+import { ProgressReporter } from './progress-reporter.js';
 import type { EnqueueOptions, EnqueueResult } from '../base/enqueue-options.js';
 import type { AttemptControl } from './attempt-control.js';
 import type { EffectLedger } from './effect-ledger.js';
@@ -24,9 +28,19 @@ export class AttemptContext implements JobContext {
   readonly #control: AttemptControl;
   readonly #ledger: EffectLedger;
   readonly #enqueue: HandlerEnqueue;
+  readonly #progressStore: ProgressStore;
+  #progress: ProgressReporter | null = null;
 
-  constructor(job: ClaimedJob, control: AttemptControl, ledger: EffectLedger, enqueue: HandlerEnqueue, manager: EntityManager | null) {
+  constructor(
+    job: ClaimedJob,
+    control: AttemptControl,
+    ledger: EffectLedger,
+    enqueue: HandlerEnqueue,
+    manager: EntityManager | null,
+    progressStore: ProgressStore,
+  ) {
     this.#job = job;
+    this.#progressStore = progressStore;
     this.#control = control;
     this.#ledger = ledger;
     this.#enqueue = enqueue;
@@ -47,8 +61,44 @@ export class AttemptContext implements JobContext {
     return this.#ledger.once(this.#job, key, fn);
   }
 
+  /** Made on first use: most handlers never report progress. */
+  progress(value: JobProgress): Promise<void> {
+    const json = progressJson(value);
+    this.#progress ??= new ProgressReporter(this.#progressStore.store, this.#job, this.#progressStore.logger);
+    return this.#progress.report(json);
+  }
+
   /** In a transactional handler, the follow-up joins the handler's transaction unless told otherwise. */
   enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions): Promise<EnqueueResult> {
     return this.#enqueue(type, payload, this.manager && !options?.manager ? { ...options, manager: this.manager } : options);
   }
+}
+
+/** Where an attempt's progress goes. */
+export interface ProgressStore {
+  readonly store: Pick<JobStore, 'reportProgress'>;
+  readonly logger?: EngineLogger;
+}
+
+/** Progress JSON at most this long: the dashboard shows it, it is not a result. */
+const MAX_PROGRESS_JSON = 16_384;
+
+/** A percentage or a JSON object, as JSON text; anything else is the handler's mistake, thrown at the call. */
+function progressJson(value: unknown): string {
+  const spared = 'No progress was stored.';
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value) || value < 0 || value > 100) throw new InvalidJobError('progress', `must be a number from 0 to 100 (got ${value})`, spared);
+    return JSON.stringify(value);
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new InvalidJobError('progress', 'must be a number from 0 to 100 or a JSON object', spared);
+  }
+  let json: string;
+  try {
+    json = JSON.stringify(value);
+  } catch (error) {
+    throw new InvalidJobError('progress', `could not be serialised to JSON: ${(error as Error).message}`, spared);
+  }
+  if (json.length > MAX_PROGRESS_JSON) throw new InvalidJobError('progress', `is ${json.length} characters of JSON, more than ${MAX_PROGRESS_JSON}`, spared);
+  return json;
 }

@@ -2,6 +2,7 @@ import type { EngineLogger } from '../base/logger.js';
 import type { HandlerLookup, RegisteredHandler } from '../base/registered-handler.js';
 import type { ClaimedJob, JobStore, Lease } from '../persistence/job.store.js';
 import { Attempt, type AttemptServices } from './attempt.js';
+import type { PausedTypes } from './paused-types.js';
 import type { SlotLedger } from './slot-ledger.js';
 
 /**
@@ -56,6 +57,8 @@ export class ClaimBuffer {
     private readonly handlers: HandlerLookup,
     private readonly services: AttemptServices,
     private readonly logger: EngineLogger,
+    /** Types paused by an operator: their attempts wait here, or go back, never start. */
+    private readonly paused: Pick<PausedTypes, 'has'> = { has: () => false },
   ) {}
 
   get mode(): ClaimBufferMode {
@@ -153,7 +156,7 @@ export class ClaimBuffer {
       const waiting = this.waiting;
       for (let i = 0; i < waiting.length && slots.hasFreeSlot; ) {
         const attempt = waiting[i];
-        if (!slots.admits(attempt.handler)) {
+        if (!slots.admits(attempt.handler) || this.paused.has(attempt.job.type)) {
           i++;
           continue;
         }
@@ -181,15 +184,34 @@ export class ClaimBuffer {
       this.count(attempt.job.type, -1);
       this.returning.push(attempt);
     }
+    return this.sendBack('that found no free slot here since their claim');
+  }
+
+  /** Hands back the waiting attempts of types just paused, so they wait in the database, visibly. */
+  handBackTypes(types: ReadonlySet<string>): Promise<number> {
+    if (this.current !== 'filling') return Promise.resolve(0);
+    let kept = 0;
+    for (const attempt of this.waiting) {
+      if (types.has(attempt.job.type)) {
+        this.count(attempt.job.type, -1);
+        this.returning.push(attempt);
+      } else {
+        this.waiting[kept++] = attempt;
+      }
+    }
+    this.waiting.length = kept;
+    return this.sendBack('of a type just paused');
+  }
+
+  /** Releases what `returning` holds, their claim's attempt undone; resolves to how many went back. */
+  private sendBack(why: string): Promise<number> {
     if (this.returning.length === 0) return Promise.resolve(0);
     const batch = [...this.returning];
     this.enter('handing-back');
     this.handingBack = this.store.release(batch).then(
       (ids) => {
         this.handedBack(batch);
-        if (ids.length > 0) {
-          this.logger.log(`Handed back ${ids.length} prefetched job(s) that found no free slot here since their claim; any worker can take them.`);
-        }
+        if (ids.length > 0) this.logger.log(`Handed back ${ids.length} prefetched job(s) ${why}; any worker can take them.`);
         return ids.length;
       },
       (error: unknown) => {

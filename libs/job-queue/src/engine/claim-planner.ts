@@ -1,5 +1,6 @@
 import type { RegisteredHandler } from '../base/registered-handler.js';
 import type { ClaimRequest, TypeClaim } from '../persistence/job.store.js';
+import type { PausedTypes } from './paused-types.js';
 
 export interface ClaimSettings {
   readonly workerId: string;
@@ -75,6 +76,8 @@ export class ClaimPlanner {
   constructor(
     private readonly settings: ClaimSettings,
     private readonly types: readonly TypeCapacity[],
+    /** Types paused by an operator: claimed by no worker. */
+    private readonly paused: Pick<PausedTypes, 'has'> = { has: () => false },
   ) {
     this.concurrency = settings.concurrency;
     this.maxPrefetch = settings.prefetch;
@@ -99,6 +102,7 @@ export class ClaimPlanner {
     const ordered = [...this.types.slice(offset), ...this.types.slice(0, offset)];
     const perType: TypeClaim[] = [];
     for (const { type, concurrency, maxAttempts, transactional, rateLimit, globalConcurrency } of ordered) {
+      if (this.paused.has(type)) continue;
       const share = Math.min(Math.ceil((prefetch * concurrency) / this.concurrency), load.prefetchByType?.get(type) ?? Infinity);
       let limit = Math.min(
         free,

@@ -1,4 +1,5 @@
 import type { EngineLogger } from '../base/logger.js';
+import type { OutcomeTally } from '../base/outcome-tally.js';
 import { PeriodicTask } from '../base/periodic-task.js';
 import type { HandlerLookup, RegisteredHandler } from '../base/registered-handler.js';
 import { JobQueueConfigError } from '../errors/job-queue-config.error.js';
@@ -12,6 +13,7 @@ import { EffectLedger } from './effect-ledger.js';
 import { type HandlerEnqueue, JobRunner } from './job-runner.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { OutcomeRecorder } from './outcome-recorder.js';
+import type { PauseChange } from './paused-types.js';
 import { RetryPolicy } from './retry-policy.js';
 import { type DrainResult, Worker, type WorkerSettings } from './worker.js';
 
@@ -25,6 +27,8 @@ export interface EngineDependencies {
   readonly enqueue: HandlerEnqueue;
   /** The DataSource pool's size; read only when a handler is transactional. */
   readonly poolSize: () => number;
+  /** Counts outcomes for throughput. */
+  readonly tally?: OutcomeTally;
 }
 
 export interface EngineStatus {
@@ -51,6 +55,8 @@ export interface Engine {
   status(): EngineStatus;
   /** The cron schedules this engine runs, once started. */
   schedules(): ScheduledType[];
+  /** The types paused now (the database's list): says which were paused or resumed since the last call. */
+  setPaused(types: readonly string[]): PauseChange;
 }
 
 /** A pod that was down runs the latest missed slot of the last hour once (see CronScheduler). */
@@ -70,12 +76,13 @@ export interface EngineSettings {
  * Builds the engine from resolved options. Throws JobQueueConfigError when the pool cannot serve
  * the transactional handlers.
  */
-export function createEngine({ options, store, handlers, events, logger, enqueue, poolSize }: EngineDependencies): Engine {
+export function createEngine({ options, store, handlers, events, logger, enqueue, poolSize, tally }: EngineDependencies): Engine {
   const settings = engineSettings(options, handlers.all(), poolSize, logger);
   const recorder = new OutcomeRecorder(store, new CompletionBatcher(store), new RetryPolicy(), events, logger, options.workerId, options.leaseMs);
-  const runner = new JobRunner(store, new EffectLedger(store, logger), enqueue);
+  const runner = new JobRunner(store, new EffectLedger(store, logger), enqueue, { store, logger });
   const worker = new Worker(settings.worker, store, handlers, runner, recorder, logger);
   recorder.onRetryScheduled((delayMs) => worker.wakeIn(delayMs));
+  if (tally) recorder.tallyInto(tally);
   const keeper = new LeaseKeeper(store, options.leaseMs, worker, logger);
   const renewals = new PeriodicTask('Lease renewal', settings.renewalIntervalMs, () => keeper.runOnce(), logger);
   const scheduler = new CronScheduler(handlers.all().filter((h) => h.schedule), store, logger, CRON_CATCH_UP_MS);
@@ -101,6 +108,7 @@ export function createEngine({ options, store, handlers, events, logger, enqueue
     wakeIn: (delayMs) => worker.wakeIn(delayMs),
     status: () => ({ inFlight: worker.inFlight, silentForMs: worker.silentForMs }),
     schedules: () => (started ? scheduler.schedules : []),
+    setPaused: (types) => worker.setPaused(types),
   };
 }
 

@@ -9,6 +9,7 @@ import type { AttemptOutcome } from './attempt-outcome.js';
 import type { CompletionBatcher, PendingCompletion } from './completion-batcher.js';
 import { describeError } from './describe-error.js';
 import type { RetryPolicy } from './retry-policy.js';
+import type { OutcomeTally } from '../base/outcome-tally.js';
 
 /** Pauses between tries of a failed write; the last one repeats. */
 const WRITE_RETRY_DELAYS_MS = [100, 250, 500, 1_000, 2_000];
@@ -29,6 +30,7 @@ export interface HeldAttempt {
  */
 export class OutcomeRecorder {
   private retryScheduled: ((delayMs: number) => void) | null = null;
+  private tally: OutcomeTally | null = null;
 
   constructor(
     private readonly store: JobStore,
@@ -41,6 +43,11 @@ export class OutcomeRecorder {
     private readonly leaseMs: number,
     private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
   ) {}
+
+  /** Counts each outcome written (completed, failed to be retried, dead) in `tally`: throughput. */
+  tallyInto(tally: OutcomeTally): void {
+    this.tally = tally;
+  }
 
   /** Tells `listener` the delay of each retry written (one listener: the worker). */
   onRetryScheduled(listener: (delayMs: number) => void): void {
@@ -84,6 +91,7 @@ export class OutcomeRecorder {
       this.leaseLost(job);
       return undefined;
     }
+    this.tally?.count(job.type, 'completed');
     if (this.events.observed !== false) this.events.emit({ kind: 'completed', ...this.eventBase(job) });
     return handler.circuitBreaker ? this.circuitSuccess(handler) : undefined;
   }
@@ -117,6 +125,7 @@ export class OutcomeRecorder {
   ): Promise<void> {
     switch (outcome.kind) {
       case 'committed':
+        this.tally?.count(job.type, 'completed');
         this.events.emit({ kind: 'completed', ...this.eventBase(job) });
         await this.circuitSuccess(handler);
         return;
@@ -125,6 +134,7 @@ export class OutcomeRecorder {
         if (!outcome.permanent) await this.circuitFailure(handler);
         if (outcome.permanent || job.attempt >= job.maxAttempts) {
           if (await this.write(job, () => this.store.deadLetter(job, outcome.error, job.attempt, this.workerId), held)) {
+            this.tally?.count(job.type, 'dead');
             this.logger.warn(`Job ${job.id} (${job.type}) dead-lettered after attempt ${job.attempt}: ${outcome.error}`);
             this.events.emit({ kind: 'dead-lettered', ...base, error: outcome.error });
           }
@@ -132,6 +142,7 @@ export class OutcomeRecorder {
         }
         const delayMs = this.retryPolicy.delayFor(job.attempt, handler);
         if (await this.write(job, () => this.store.scheduleRetry(job, outcome.error, job.attempt, this.workerId, delayMs), held)) {
+          this.tally?.count(job.type, 'failed');
           this.events.emit({ kind: 'retry-scheduled', ...base, error: outcome.error, delayMs });
           this.retryScheduled?.(delayMs);
         }

@@ -12,6 +12,7 @@ import type { JobRunner } from './job-runner.js';
 import { InFlightAttempts } from './in-flight-attempts.js';
 import type { HeldLease, LeaseHolder } from './lease-keeper.js';
 import type { OutcomeRecorder } from './outcome-recorder.js';
+import { type PauseChange, PausedTypes } from './paused-types.js';
 import { PrefetchSizer } from './prefetch-sizer.js';
 import { SlotLedger } from './slot-ledger.js';
 import { WakeSignal } from './wake-signal.js';
@@ -52,6 +53,7 @@ export class Worker implements LeaseHolder, AttemptOwner, AttemptStarter {
   private readonly pacer: ClaimPacer;
   private readonly dueWakes: DueWakeTimer;
   private readonly wake = new WakeSignal();
+  private readonly paused = new PausedTypes();
   private loop: Promise<void> | null = null;
   private draining: Promise<DrainResult> | null = null;
   // Liveness and the drain's deadline read monotonicNow, not `now`: they pair with real timers,
@@ -76,11 +78,11 @@ export class Worker implements LeaseHolder, AttemptOwner, AttemptStarter {
   ) {
     this.sizer = new PrefetchSizer(settings.prefetch, handlers.all(), now);
     this.slots = new SlotLedger(settings.concurrency, settings.transactionalCapacity);
-    this.buffer = new ClaimBuffer(store, handlers, { runner, recorder, store, logger, owner: this }, logger);
+    this.buffer = new ClaimBuffer(store, handlers, { runner, recorder, store, logger, owner: this }, logger, this.paused);
     this.dueWakes = new DueWakeTimer(() => {
       if (this.state === 'running') this.nudge();
     });
-    this.pacer = new ClaimPacer(settings, this.slots, this.buffer, this.sizer, new ClaimPlanner(settings, handlers.all().map(typeCapacity)));
+    this.pacer = new ClaimPacer(settings, this.slots, this.buffer, this.sizer, new ClaimPlanner(settings, handlers.all().map(typeCapacity), this.paused));
   }
 
   /** Attempts started and not yet recorded. */
@@ -131,6 +133,20 @@ export class Worker implements LeaseHolder, AttemptOwner, AttemptStarter {
   drain(timeoutMs: number): Promise<DrainResult> {
     this.draining ??= this.drainOnce(timeoutMs);
     return this.draining;
+  }
+
+  /**
+   * The paused types as the database holds them now: newly paused ones are claimed and started no
+   * more (their buffered attempts go back); newly resumed ones are claimed at once.
+   */
+  setPaused(types: readonly string[]): PauseChange {
+    const change = this.paused.replace(types);
+    if (change.paused.length > 0) void this.buffer.handBackTypes(new Set(change.paused));
+    if (change.resumed.length > 0 && this.state === 'running') {
+      this.pump();
+      this.nudge();
+    }
+    return change;
   }
 
   /** Interrupts a job's attempt here (a cancel, a lost lease); with `leaseToken`, only the one holding that lease. */

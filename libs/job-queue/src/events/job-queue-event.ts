@@ -9,7 +9,9 @@ export type JobQueueEventKind =
   | 'draining'
   | 'drained'
   | 'circuit-opened'
-  | 'circuit-closed';
+  | 'circuit-closed'
+  | 'paused'
+  | 'resumed';
 
 /** One thing that happened in the queue; `jobId` and `type` are set where they apply. */
 export interface JobQueueEvent {

@@ -1,6 +1,7 @@
 import type { EngineLogger } from '../base/logger.js';
 import type { EventSink } from '../events/job-queue-event.js';
 import type { JobStore, ReapedJob } from '../persistence/job.store.js';
+import type { OutcomeTally } from '../base/outcome-tally.js';
 
 /**
  * Rows per statement, so one pass never holds very many row locks at once; enough that a killed
@@ -20,6 +21,8 @@ export class LeaseReaper {
   constructor(
     private readonly events: EventSink,
     private readonly logger: EngineLogger,
+    /** Throughput counts the dead letters of lost workers too. */
+    private readonly tally?: OutcomeTally,
   ) {}
 
   /** One batch, in the caller's transaction. */
@@ -36,6 +39,7 @@ export class LeaseReaper {
       this.events.emit({ kind: 'lease-expired', jobId: job.id, type: job.type, workerId: job.workerId ?? undefined });
       if (job.status === 'dead') {
         dead++;
+        this.tally?.count(job.type, 'dead');
         this.logger.warn(`Job ${job.id} (${job.type}) dead-lettered: its worker ${job.workerId} was lost on its last attempt, or it lost its workers too often.`);
         this.events.emit({ kind: 'dead-lettered', jobId: job.id, type: job.type, error: 'worker lost' });
       }

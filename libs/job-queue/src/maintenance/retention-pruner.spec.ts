@@ -40,6 +40,7 @@ function scriptedStore(chunks: Array<Partial<PrunedChunk>>, deadLeft = 0, costMs
       starts.push(olderThanMs);
       return 0;
     },
+    async pruneOperatorHistory() {},
   } as unknown as JobStore;
   const pruner = (settings: RetentionSettings) => new RetentionPruner(settings, () => passClock.now);
   return { store, clock, passClock, state, walked, dead, starts, pruner };

@@ -3,6 +3,8 @@ import type { JobStore } from '../persistence/job.store.js';
 
 /** Jobs looked at per statement by the walk over completed and cancelled jobs. */
 const CHUNK = 1_000;
+/** Throughput minutes kept: the contract promises a day; two cover a day's comparison with the one before. */
+const THROUGHPUT_KEPT_MS = 48 * 3_600_000;
 /** Dead letters per DELETE. */
 const DEAD_BATCH = 1_000;
 /**
@@ -91,6 +93,7 @@ export class RetentionPruner {
       if (deleted < DEAD_BATCH || this.clock() >= deadline) break;
     }
     if (this.settings.startsMs > 0) await store.pruneStarts(this.settings.startsMs);
+    await store.pruneOperatorHistory(THROUGHPUT_KEPT_MS);
     return pruned;
   }
 

@@ -9,6 +9,7 @@ import { createRetentionByIdMigration } from './1764835200000-retention-by-id.js
 import { createEffectsCleanupPerStatementMigration } from './1764921600000-effects-cleanup-per-statement.js';
 import { createJobsVacuumUnthrottledMigration } from './1764925200000-jobs-vacuum-unthrottled.js';
 import { createAttemptsChargedAtStartMigration } from './1765008000000-attempts-charged-at-start.js';
+import { createOperatorsViewMigration } from './1765094400000-operators-view.js';
 
 /** The library's migrations, in order, for the given schema. */
 export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array<new () => MigrationInterface> {
@@ -22,6 +23,7 @@ export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array
     createEffectsCleanupPerStatementMigration(schema),
     createJobsVacuumUnthrottledMigration(schema),
     createAttemptsChargedAtStartMigration(schema),
+    createOperatorsViewMigration(schema),
   ];
 }
 

@@ -12,6 +12,7 @@ export const DEFAULT_MAX_DELAY_MS = 3_600_000;
 export const DEFAULT_DEAD_LETTER_ALERT_THRESHOLD = 1;
 export const DEFAULT_MAINTENANCE_INTERVAL_MS = 1_000;
 export const DEFAULT_DEPTH_REFRESH_MS = 1_000;
+export const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
 /** Claims wait for their WAL flush unless the application opts out (see the option). */
 export const DEFAULT_SYNCHRONOUS_CLAIMS = true;
 export const DEFAULT_RETENTION_COMPLETED_MS = 7 * 24 * 3_600_000;

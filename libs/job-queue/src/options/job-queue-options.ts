@@ -70,6 +70,11 @@ export interface JobQueueOptions {
   /** How often the maintenance leader reclaims expired leases and prunes old jobs. @default 1000 */
   maintenanceIntervalMs?: number;
   /**
+   * How often a worker process writes its heartbeat (JobQueueAdmin.workers()) and its outcome
+   * tally (throughput()); a worker that misses three drops off the list. @default 5000
+   */
+  heartbeatIntervalMs?: number;
+  /**
    * How long finished jobs are kept before the maintenance leader deletes them (in chunks, as
    * many as a pass's time budget allows). An idempotency key dedupes for as long as its job's row
    * exists.
@@ -110,5 +115,6 @@ export interface ResolvedJobQueueOptions {
   readonly listen: boolean;
   readonly synchronousClaims: boolean;
   readonly maintenanceIntervalMs: number;
+  readonly heartbeatIntervalMs: number;
   readonly retention: Readonly<Required<RetentionOptions>>;
 }

@@ -49,6 +49,7 @@ describe('resolveJobQueueOptions', () => {
       listen: true,
       synchronousClaims: true,
       maintenanceIntervalMs: defaults.DEFAULT_MAINTENANCE_INTERVAL_MS,
+      heartbeatIntervalMs: defaults.DEFAULT_HEARTBEAT_INTERVAL_MS,
       prefetch: defaults.DEFAULT_PREFETCH,
       retention: { completedMs: defaults.DEFAULT_RETENTION_COMPLETED_MS, deadMs: defaults.DEFAULT_RETENTION_DEAD_MS },
     });
@@ -96,6 +97,7 @@ describe('resolveJobQueueOptions', () => {
       listen: false,
       synchronousClaims: false,
       maintenanceIntervalMs: 10,
+      heartbeatIntervalMs: 200,
     });
     expect(resolved).toMatchObject({
       schema: 'queue_2',
@@ -114,6 +116,7 @@ describe('resolveJobQueueOptions', () => {
       listen: false,
       synchronousClaims: false,
       maintenanceIntervalMs: 10,
+      heartbeatIntervalMs: 200,
     });
   });
 
@@ -218,6 +221,7 @@ describe('resolveJobQueueOptions', () => {
       ["retention.completedMs '0'", { retention: { completedMs: '0' } }, 'retention.completedMs'],
       ['retention.completedMs NaN', { retention: { completedMs: Number.NaN } }, 'retention.completedMs'],
       ['retention.deadMs 0', { retention: { deadMs: 0 } }, 'retention.deadMs'],
+      ['heartbeatIntervalMs 5', { heartbeatIntervalMs: 5 }, 'heartbeatIntervalMs must be an integer of at least 10 (got 5)'],
     ])('%s', (_label, extra, name) => {
       const error = configError(() => resolveWith(extra));
       expect(error.message).toContain(name);

@@ -80,6 +80,7 @@ export function resolveJobQueueOptions(options: JobQueueOptions): ResolvedJobQue
       options.maintenanceIntervalMs ?? defaults.DEFAULT_MAINTENANCE_INTERVAL_MS,
       10,
     ),
+    heartbeatIntervalMs: positiveInteger('heartbeatIntervalMs', options.heartbeatIntervalMs ?? defaults.DEFAULT_HEARTBEAT_INTERVAL_MS, 10),
   });
 }
 

@@ -20,6 +20,7 @@ const KNOWN: Record<keyof JobQueueOptions, true> = {
   listen: true,
   synchronousClaims: true,
   maintenanceIntervalMs: true,
+  heartbeatIntervalMs: true,
   retention: true,
 };
 const KNOWN_RETRY: Record<keyof RetryOptions, true> = { maxAttempts: true, baseDelayMs: true, maxDelayMs: true };

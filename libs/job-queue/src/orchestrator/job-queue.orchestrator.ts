@@ -14,7 +14,10 @@ import { JobQueueEvents } from '../events/job-queue.events.js';
 import { JOB_QUEUE_OPTIONS, JOB_STORE } from '../base/job-queue.constants.js';
 import { LeaseReaper } from '../maintenance/lease-reaper.js';
 import { MaintenanceLeader } from '../maintenance/maintenance-leader.js';
+import { PauseWatcher } from '../maintenance/pause-watcher.js';
 import { RetentionPruner } from '../maintenance/retention-pruner.js';
+import { ThroughputTally } from '../maintenance/throughput-tally.js';
+import { WorkerHeartbeat } from '../maintenance/worker-heartbeat.js';
 import { JobNotificationHub } from '../notifications/job-notification.hub.js';
 import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
 import type { JobStore } from '../persistence/job.store.js';
@@ -40,6 +43,10 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
   private readonly logger = new Logger('JobQueue');
   private engine: Engine | null = null;
   private maintenanceTask: PeriodicTask | null = null;
+  private heartbeat: WorkerHeartbeat | null = null;
+  private pauses: PauseWatcher | null = null;
+  /** The heartbeat's and the pause check's tasks: they run while the worker runs, and through its drain. */
+  private watchTasks: PeriodicTask[] = [];
   private shuttingDown = false;
   private drained: Promise<void> | null = null;
 
@@ -57,6 +64,7 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
     if (!this.options.runWorker || this.shuttingDown) return;
     const { options, store, events, logger, registry } = this;
     // A pool too small for transactional handlers is a boot error; it closes the module's DataSource.
+    const tally = new ThroughputTally();
     const engine = await this.connection.closedIfFails(() =>
       createEngine({
         options,
@@ -66,21 +74,27 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
         logger,
         enqueue: (type, payload, enqueueOptions) => this.producer.enqueue(type, payload, enqueueOptions),
         poolSize: () => poolSizeOf(this.connection.dataSource),
+        tally,
       }),
     );
     this.engine = engine;
+    const pauses = new PauseWatcher(store, (types) => engine.setPaused(types), events);
+    this.pauses = pauses;
     await this.hub.subscribe((notification) => {
       if (notification.kind === 'cancel') engine.interrupt(notification.jobId);
       else if (notification.kind === 'new') engine.nudge();
       else if (notification.kind === 'due') engine.wakeIn(notification.inMs);
+      else if (notification.kind === 'paused') void pauses.refresh().catch(() => undefined);
     });
     await store.registerTypes(registry.types());
+    // Paused types are known before the first claim; the database away now is retried by the task.
+    await pauses.refresh().catch((error) => this.logger.warn(`Could not read the paused types: ${(error as Error)?.message ?? error}`));
     // Shut down while those awaited (NestJS 11 does not wait for bootstrap to end): the drain has
     // run or is running, so nothing is started after it.
     if (this.shuttingDown) return;
     const maintenance = new MaintenanceLeader(
       store,
-      new LeaseReaper(events, logger),
+      new LeaseReaper(events, logger, tally),
       new RetentionPruner({ ...options.retention, startsMs: engine.longestRateWindowMs }),
       logger,
     );
@@ -92,8 +106,18 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
       },
       logger,
     );
+    const self = { id: options.workerId, types: registry.types(), concurrency: options.concurrency, status: () => this.status() };
+    const heartbeat = new WorkerHeartbeat(store, tally, self, options.heartbeatIntervalMs, logger);
+    this.heartbeat = heartbeat;
+    this.watchTasks = [
+      new PeriodicTask('Heartbeat', options.heartbeatIntervalMs, () => heartbeat.runOnce(), logger),
+      new PeriodicTask('Pause check', options.pollIntervalMs, () => pauses.refresh(), logger),
+    ];
     engine.start();
     this.maintenanceTask.start();
+    for (const task of this.watchTasks) task.start();
+    // On the list at once, not one interval after boot.
+    void heartbeat.runOnce().catch((error) => this.logger.warn(`Heartbeat failed: ${(error as Error)?.message ?? error}`));
     this.logger.log(`Worker ${options.workerId} started: ${registry.types().length} job type(s), concurrency ${options.concurrency}.`);
   }
 
@@ -115,6 +139,16 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
     this.engine?.interrupt(jobId);
   }
 
+  /**
+   * A pause or resume was just written: a worker process re-reads the list now (emitting
+   * `paused` / `resumed`) and says so; a process without a worker returns false.
+   */
+  async pausesChanged(): Promise<boolean> {
+    if (!this.pauses) return false;
+    await this.pauses.refresh();
+    return true;
+  }
+
   /** Cron schedules this process runs, with their next slot. */
   schedules(): ScheduledType[] {
     return this.engine?.schedules() ?? [];
@@ -131,7 +165,11 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
     this.events.emit({ kind: 'draining', workerId: this.options.workerId });
     this.logger.log(`Draining: claiming stopped; jobs in flight get up to ${this.options.drainTimeoutMs} ms to finish.`);
     await this.maintenanceTask?.stop();
+    // The list shows this worker draining at once.
+    void this.heartbeat?.runOnce().catch(() => undefined);
     const { finished, released } = await engine.drain();
+    await Promise.all(this.watchTasks.map((task) => task.stop()));
+    await this.heartbeat?.stop();
     this.logger.log(`Drained: ${finished} job(s) finished, ${released} released back to pending.`);
     this.events.emit({ kind: 'drained', workerId: this.options.workerId });
   }

@@ -2,8 +2,8 @@ import { sqlStatusList, WAITING_SQL, WAITING_STATUSES } from './job-status.js';
 import type { JobTables } from './job-tables.js';
 
 /** Columns of a JobRecord (row-mapping.ts), in the shape `toJobRecord` reads. */
-const RECORD_COLUMNS = `id::text AS id, type, payload, status, priority, attempts, max_attempts, last_error, errors,
-    result, idempotency_key, ordering_key, worker_id, run_at, created_at, claimed_at, completed_at, retry_after, dead_at, lease_expires_at`;
+export const RECORD_COLUMNS = `id::text AS id, type, payload, status, priority, attempts, max_attempts, last_error, errors,
+    result, progress, idempotency_key, ordering_key, worker_id, run_at, created_at, claimed_at, completed_at, retry_after, dead_at, lease_expires_at`;
 
 /** Statuses a job can be cancelled from: waiting or running. */
 const CANCELLABLE = sqlStatusList([...WAITING_STATUSES, 'processing']);
@@ -19,9 +19,9 @@ export function adminSql({ jobs, channel }: JobTables) {
 
     /** Read-only, newest first. */
     listDead: `
-      SELECT ${RECORD_COLUMNS} FROM ${jobs}
+      SELECT ${RECORD_COLUMNS} FROM ${jobs} j
       WHERE status = 'dead' AND ($1::text IS NULL OR type = $1)
-      ORDER BY dead_at DESC, id DESC LIMIT $2`,
+      ORDER BY dead_at DESC, j.id DESC LIMIT $2`,
 
     /** Only a row still `dead` moves; two concurrent retries update it once. */
     retryDead: `

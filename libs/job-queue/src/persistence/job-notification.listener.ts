@@ -65,6 +65,7 @@ export class JobNotificationListener {
         if (payload.startsWith('cancel:')) this.onNotification({ kind: 'cancel', jobId: payload.slice(7) });
         else if (payload.startsWith('finished:')) this.onNotification({ kind: 'finished', jobId: payload.slice(9) });
         else if (payload.startsWith('due:')) this.onNotification({ kind: 'due', inMs: Number(payload.slice(4)) });
+        else if (payload === 'paused') this.onNotification({ kind: 'paused' });
         else this.onNotification({ kind: 'new' });
       });
       client.on('error', end);

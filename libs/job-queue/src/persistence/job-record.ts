@@ -20,6 +20,8 @@ export interface JobRecord {
   lastError: string | null;
   errors: JobAttemptError[];
   result: unknown;
+  /** The latest value the handler passed to `job.progress()`, or null. */
+  progress: unknown;
   idempotencyKey: string | null;
   orderingKey: string | null;
   workerId: string | null;

@@ -6,6 +6,9 @@ export interface JobTables {
   readonly starts: string;
   readonly walk: string;
   readonly effects: string;
+  readonly workers: string;
+  readonly paused: string;
+  readonly throughput: string;
   /** channelOf(schema). */
   readonly channel: string;
 }
@@ -18,6 +21,9 @@ export function jobTables(schema: string): JobTables {
     starts: `"${schema}".job_starts`,
     walk: `"${schema}".retention_walk`,
     effects: `"${schema}".job_effects`,
+    workers: `"${schema}".job_workers`,
+    paused: `"${schema}".paused_types`,
+    throughput: `"${schema}".job_throughput`,
     channel: channelOf(schema),
   };
 }

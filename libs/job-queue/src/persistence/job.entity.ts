@@ -42,6 +42,10 @@ export class JobEntity {
   @Column({ type: 'jsonb', nullable: true })
   result!: unknown;
 
+  /** The latest `job.progress()` value. */
+  @Column({ type: 'jsonb', nullable: true })
+  progress!: unknown;
+
   @Column({ name: 'idempotency_key', type: 'text', nullable: true })
   idempotencyKey!: string | null;
 

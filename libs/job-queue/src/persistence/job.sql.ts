@@ -4,6 +4,7 @@ import { claimSql } from './claim.sql.js';
 import { enqueueSql } from './enqueue.sql.js';
 import { jobTables } from './job-tables.js';
 import { maintenanceSql } from './maintenance.sql.js';
+import { operatorSql } from './operator.sql.js';
 import { outcomeSql } from './outcome.sql.js';
 
 /**
@@ -20,6 +21,7 @@ export function jobSql(schema: string) {
     ...circuitSql(tables),
     ...maintenanceSql(tables),
     ...adminSql(tables),
+    ...operatorSql(tables),
   };
 }
 

@@ -158,6 +158,72 @@ export interface SentClaim {
  * Every read and write of the jobs table. Each write after a claim is fenced by the lease token
  * and reports whether it applied.
  */
+/** A worker process as its heartbeat reports it. */
+export interface WorkerBeat {
+  id: string;
+  host: string;
+  pid: number;
+  startedAt: Date;
+  /** The row counts as live this long after the beat (a few heartbeat intervals). */
+  expiresInMs: number;
+  types: string[];
+  concurrency: number;
+  inFlight: number;
+  draining: boolean;
+}
+
+/** A live worker process, as `JobQueueAdmin.workers()` lists it. */
+export interface WorkerRecord {
+  id: string;
+  host: string;
+  pid: number;
+  startedAt: Date;
+  heartbeatAt: Date;
+  types: string[];
+  concurrency: number;
+  inFlight: number;
+  draining: boolean;
+}
+
+/** Outcomes of one type in one minute (minutes since the epoch), added to the throughput rollup. */
+export interface OutcomeTallyRow {
+  minute: number;
+  type: string;
+  completed: number;
+  failed: number;
+  dead: number;
+}
+
+/** One minute of throughput, all processes together. */
+export interface ThroughputMinute {
+  minute: Date;
+  completed: number;
+  /** Failed attempts that will be retried. */
+  failed: number;
+  dead: number;
+}
+
+/** A page of jobs, newest first: `before` is the last page's cursor (an id), or null for the first. */
+export interface JobPageQuery {
+  status: JobStatus | null;
+  type: string | null;
+  limit: number;
+  before: string | null;
+}
+
+export interface JobPage {
+  jobs: JobRecord[];
+  /** Pass as `cursor` for the next page; null when there is none. */
+  nextCursor: string | null;
+}
+
+export interface PurgeQuery {
+  status: 'completed' | 'dead' | 'cancelled';
+  type: string | null;
+  /** Only jobs that finished (cancelled: were created) more than this long ago. */
+  olderThanMs: number;
+}
+
 export interface JobStore {
   enqueue(jobs: readonly NewJob[], manager?: EntityManager): Promise<EnqueuedJob[]>;
   /** For each (type, idempotency key) pair, in order: the id of the job that holds it, or null. */
@@ -226,4 +292,23 @@ export interface JobStore {
   pruneDead(olderThanMs: number, limit: number): Promise<number>;
   queueSnapshot(countUpTo: number): Promise<{ depth: number; deadLastHour: number }>;
   depthByType(types: readonly string[], countUpTo: number): Promise<Map<string, number>>;
+  /** One heartbeat of this process (null: none, a producer-only process) and its outcome tally, in one statement. */
+  heartbeat(worker: WorkerBeat | null, tally: readonly OutcomeTallyRow[]): Promise<void>;
+  removeWorker(id: string): Promise<void>;
+  workers(): Promise<WorkerRecord[]>;
+  /** Whether this call paused it (false: it already was). Every process hears of it. */
+  pauseType(type: string): Promise<boolean>;
+  /** Whether this call resumed it (false: it was not paused). */
+  resumeType(type: string): Promise<boolean>;
+  pausedTypes(): Promise<string[]>;
+  throughput(minutes: number, type: string | null): Promise<ThroughputMinute[]>;
+  /** Maintenance: forgets workers gone for an hour and throughput older than `throughputKeepMs`. */
+  pruneOperatorHistory(throughputKeepMs: number): Promise<void>;
+  /** Stores a running attempt's progress; false once that attempt no longer holds the job. */
+  reportProgress(lease: Lease, progressJson: string): Promise<boolean>;
+  listJobs(query: JobPageQuery): Promise<JobPage>;
+  /** Every dead job (of the type) back to pending, in batches; resolves to how many. */
+  retryDeadMany(type: string | null, onProgress?: (done: number) => void): Promise<number>;
+  /** Deletes finished jobs in batches; resolves to how many. */
+  purge(query: PurgeQuery, onProgress?: (done: number) => void): Promise<number>;
 }

@@ -17,19 +17,28 @@ import type {
   ClaimRequest,
   ClaimedJob,
   EnqueuedJob,
+  JobPage,
+  JobPageQuery,
   JobStats,
   JobStore,
   JobTransaction,
   Lease,
   NewJob,
+  OutcomeTallyRow,
   PrunedChunk,
+  PurgeQuery,
   ReapedJob,
   RenewalResult,
   RetentionWalk,
   SentClaim,
+  ThroughputMinute,
+  WorkerBeat,
+  WorkerRecord,
 } from './job.store.js';
 import { MaintenanceQueries } from './maintenance-queries.js';
 import { maintenanceSql } from './maintenance.sql.js';
+import { OperatorQueries } from './operator-queries.js';
+import { operatorSql } from './operator.sql.js';
 import { OutcomeWriter } from './outcome-writer.js';
 import { outcomeSql } from './outcome.sql.js';
 import { poolOf } from './pool-of.js';
@@ -64,6 +73,7 @@ export class PostgresJobStore implements JobStore {
   private readonly outcomes: OutcomeWriter;
   private readonly admin: AdminQueries;
   private readonly maintenance: MaintenanceQueries;
+  private readonly operator: OperatorQueries;
   private readonly completeSql: string;
 
   constructor(
@@ -79,8 +89,11 @@ export class PostgresJobStore implements JobStore {
     this.enqueuer = new JobEnqueuer(executor, enqueueSql(tables), named);
     this.claimer = new JobClaimer(pool, executor, claimSql(tables), named, schema, settings);
     this.outcomes = new OutcomeWriter(executor, outcomes, named, settings.deleteOnComplete);
-    this.admin = new AdminQueries(executor, adminSql(tables));
-    this.maintenance = new MaintenanceQueries(executor, maintenanceSql(tables), circuitSql(tables));
+    const admin = adminSql(tables);
+    const maintenance = maintenanceSql(tables);
+    this.admin = new AdminQueries(executor, admin);
+    this.maintenance = new MaintenanceQueries(executor, maintenance, circuitSql(tables));
+    this.operator = new OperatorQueries(executor, operatorSql(tables), { ...maintenance, ...admin }, pool, settings.prepare);
     this.completeSql = settings.deleteOnComplete ? outcomes.completeDeleting : outcomes.complete;
   }
 
@@ -227,5 +240,53 @@ export class PostgresJobStore implements JobStore {
 
   depthByType(types: readonly string[], countUpTo: number): Promise<Map<string, number>> {
     return this.admin.depthByType(types, countUpTo);
+  }
+
+  heartbeat(worker: WorkerBeat | null, tally: readonly OutcomeTallyRow[]): Promise<void> {
+    return this.operator.heartbeat(worker, tally);
+  }
+
+  removeWorker(id: string): Promise<void> {
+    return this.operator.removeWorker(id);
+  }
+
+  workers(): Promise<WorkerRecord[]> {
+    return this.operator.workers();
+  }
+
+  pauseType(type: string): Promise<boolean> {
+    return this.operator.pause(type);
+  }
+
+  resumeType(type: string): Promise<boolean> {
+    return this.operator.resume(type);
+  }
+
+  pausedTypes(): Promise<string[]> {
+    return this.operator.pausedTypes();
+  }
+
+  throughput(minutes: number, type: string | null): Promise<ThroughputMinute[]> {
+    return this.operator.throughput(minutes, type);
+  }
+
+  pruneOperatorHistory(throughputKeepMs: number): Promise<void> {
+    return this.operator.pruneOperatorHistory(throughputKeepMs);
+  }
+
+  reportProgress(lease: Lease, progressJson: string): Promise<boolean> {
+    return this.operator.reportProgress(lease.id, lease.leaseToken, progressJson);
+  }
+
+  listJobs(query: JobPageQuery): Promise<JobPage> {
+    return this.operator.listJobs(query);
+  }
+
+  retryDeadMany(type: string | null, onProgress?: (done: number) => void): Promise<number> {
+    return this.operator.retryDeadMany(type, onProgress);
+  }
+
+  purge(query: PurgeQuery, onProgress?: (done: number) => void): Promise<number> {
+    return this.operator.purge(query, onProgress);
   }
 }

@@ -13,6 +13,7 @@ export function toJobRecord(row: Record<string, any>): JobRecord {
     lastError: row.last_error,
     errors: row.errors ?? [],
     result: row.result,
+    progress: row.progress ?? null,
     idempotencyKey: row.idempotency_key,
     orderingKey: row.ordering_key ?? null,
     workerId: row.worker_id,
