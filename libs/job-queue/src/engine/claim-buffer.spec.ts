@@ -4,6 +4,7 @@ import type { ClaimedJob, JobStore, Lease } from '../persistence/job.store.js';
 import type { Attempt, AttemptServices } from './attempt.js';
 import { ClaimBuffer } from './claim-buffer.js';
 import { countDecisions, drainWorkers, handlersOf, quietLogger, until, workerOn } from './scripted-store.stub.js';
+import { PausedTypes } from './paused-types.js';
 import { SlotLedger } from './slot-ledger.js';
 
 const handlers = handlersOf(handlerStub({ type: 'a', concurrency: 2 }), handlerStub({ type: 'b', concurrency: 2 }));
@@ -135,6 +136,27 @@ describe('ClaimBuffer', () => {
     slots.release(launched[0]);
     b.startWhileAdmitted(slots, starter);
     expect(ids(launched)).toEqual(['a1', 'a2', 'b1', 'a3']);
+  });
+
+  it('starts no attempt of a paused type, and hands those back at once when their type is paused', async () => {
+    const paused = new PausedTypes();
+    const released: string[][] = [];
+    const store = { release: async (leases: readonly Lease[]) => (released.push(leases.map((l) => l.id)), leases.map((l) => l.id)) };
+    const b = new ClaimBuffer(store, handlers, services, quietLogger, paused);
+    b.claimSent();
+    b.land([job('a1'), job('b1', 'b'), job('a2'), job('b2', 'b')], 10, 10);
+    paused.replace(['a']);
+    const slots = new SlotLedger(4, Infinity);
+    const launched: Attempt[] = [];
+    const starter = { launch: (attempt: Attempt) => (slots.hold(attempt), launched.push(attempt)) };
+    b.startWhileAdmitted(slots, starter);
+    expect(ids(launched)).toEqual(['b1', 'b2']);
+    expect(ids(b.unstarted())).toEqual(['a1', 'a2']);
+    expect(await b.handBackTypes(new Set(['a']))).toBe(2);
+    expect(released).toEqual([['a1', 'a2']]);
+    expect(b.unstarted()).toEqual([]);
+    expect(b.byType.get('a')).toBe(0);
+    expect(b.mode).toBe('filling');
   });
 
   describe('modes', () => {

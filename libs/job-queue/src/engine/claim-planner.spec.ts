@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ClaimRequest } from '../persistence/job.store.js';
 import { ClaimPlanner, rateWindowMs, type TypeCapacity, type WorkerLoad } from './claim-planner.js';
+import { PausedTypes } from './paused-types.js';
 
 /** A planner as the worker makes one: no transactional limit and no prefetch unless given. */
 function plannerOf(concurrency: number, types: readonly TypeCapacity[], workerId: string, leaseMs: number, transactionalCapacity = Infinity, prefetch = 0) {
@@ -81,6 +82,17 @@ describe('ClaimPlanner', () => {
   it('returns null when every type is at capacity although slots are free', () => {
     const small = plannerOf(10, [{ type: 'email.send', concurrency: 2, maxAttempts: 3 }], 'worker-a', 30_000);
     expect(small.plan(load(2, inFlight({ 'email.send': 2 })))).toBeNull();
+  });
+
+  it('claims no paused type, and all of them again once resumed', () => {
+    const paused = new PausedTypes();
+    const pausing = new ClaimPlanner({ workerId: 'w', leaseMs: 30_000, concurrency: 5, transactionalCapacity: Infinity, prefetch: 0 }, types, paused);
+    expect(paused.replace(['email.send', 'image.resize'])).toEqual({ paused: ['email.send', 'image.resize'], resumed: [] });
+    expect(limits(pausing.plan(load(0, inFlight())))).toEqual({ 'report.build': 5 });
+    paused.replace(['email.send', 'image.resize', 'report.build']);
+    expect(pausing.plan(load(0, inFlight()))).toBeNull();
+    expect(paused.replace([])).toEqual({ paused: [], resumed: ['email.send', 'image.resize', 'report.build'] });
+    expect(limits(pausing.plan(load(0, inFlight())))).toEqual({ 'email.send': 2, 'report.build': 5, 'image.resize': 4 });
   });
 
   it('returns null when there are no handler types', () => {

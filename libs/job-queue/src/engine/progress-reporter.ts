@@ -19,6 +19,7 @@ export class ProgressReporter {
     private readonly store: Pick<JobStore, 'reportProgress'>,
     private readonly lease: Lease & { type: string },
     private readonly logger?: EngineLogger,
+    private readonly clock: () => number = monotonicNow,
   ) {}
 
   report(progressJson: string): Promise<void> {
@@ -31,11 +32,11 @@ export class ProgressReporter {
 
   private async writeWhileReported(): Promise<void> {
     while (this.pending !== null) {
-      const wait = this.lastWriteAt + PROGRESS_WRITE_INTERVAL_MS - monotonicNow();
+      const wait = this.lastWriteAt + PROGRESS_WRITE_INTERVAL_MS - this.clock();
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
       const json = this.pending;
       this.pending = null;
-      this.lastWriteAt = monotonicNow();
+      this.lastWriteAt = this.clock();
       try {
         await this.store.reportProgress(this.lease, json);
       } catch (error) {
