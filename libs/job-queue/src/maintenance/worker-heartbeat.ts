@@ -1,5 +1,6 @@
 import os from 'node:os';
 import type { EngineLogger } from '../base/logger.js';
+import { withTimeout } from '../base/with-timeout.js';
 import type { JobStore, WorkerBeat } from '../persistence/job.store.js';
 import type { ThroughputTally } from './throughput-tally.js';
 
@@ -13,6 +14,8 @@ export interface WorkerSelf {
 
 /** A worker row lives this many heartbeat intervals: one slow or failed beat does not drop it. */
 const MISSED_BEATS = 3;
+/** The last beat must not hold a shutdown on a database that does not answer (a partition). */
+const LAST_BEAT_TIMEOUT_MS = 2_000;
 
 /**
  * One process's heartbeat: its worker row (none for a producer-only process) and its outcome
@@ -42,8 +45,13 @@ export class WorkerHeartbeat {
   /** The last beat's tally, and the worker off the list. Never throws: shutdown goes on. */
   async stop(): Promise<void> {
     try {
-      await this.store.heartbeat(null, this.tally.take());
-      if (this.self) await this.store.removeWorker(this.self.id);
+      await withTimeout(
+        (async () => {
+          await this.store.heartbeat(null, this.tally.take());
+          if (this.self) await this.store.removeWorker(this.self.id);
+        })(),
+        LAST_BEAT_TIMEOUT_MS,
+      );
     } catch (error) {
       this.logger.warn(`Could not write the last heartbeat: ${(error as Error)?.message ?? error}. The worker drops off the list when its heartbeat expires.`);
     }

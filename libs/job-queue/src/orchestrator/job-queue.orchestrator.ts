@@ -78,7 +78,7 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
       }),
     );
     this.engine = engine;
-    const pauses = new PauseWatcher(store, (types) => engine.setPaused(types), events);
+    const pauses = new PauseWatcher(store, (types) => engine.setPaused(types), events, logger);
     this.pauses = pauses;
     await this.hub.subscribe((notification) => {
       if (notification.kind === 'cancel') engine.interrupt(notification.jobId);
@@ -88,7 +88,7 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
     });
     await store.registerTypes(registry.types());
     // Paused types are known before the first claim; the database away now is retried by the task.
-    await pauses.refresh().catch((error) => this.logger.warn(`Could not read the paused types: ${(error as Error)?.message ?? error}`));
+    await pauses.poll();
     // Shut down while those awaited (NestJS 11 does not wait for bootstrap to end): the drain has
     // run or is running, so nothing is started after it.
     if (this.shuttingDown) return;
@@ -111,7 +111,7 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
     this.heartbeat = heartbeat;
     this.watchTasks = [
       new PeriodicTask('Heartbeat', options.heartbeatIntervalMs, () => heartbeat.runOnce(), logger),
-      new PeriodicTask('Pause check', options.pollIntervalMs, () => pauses.refresh(), logger),
+      new PeriodicTask('Pause check', options.pollIntervalMs, () => pauses.poll(), logger),
     ];
     engine.start();
     this.maintenanceTask.start();
