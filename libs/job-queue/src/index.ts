@@ -17,7 +17,7 @@ export {
 } from './admin/job-queue.admin.js';
 export { JobQueueEvents } from './events/job-queue.events.js';
 export { JobQueueHealthIndicator, type JobQueueReadiness, type JobQueueReadyStatus } from './health/job-queue.health.js';
-export type { JobRecord, JobAttemptError } from './persistence/job-record.js';
+export type { JobRecord, JobAttemptError, JobLogLine } from './persistence/job-record.js';
 export type { JobStatus } from './persistence/job-status.js';
 export type { CircuitRecord, JobCounts, JobPage, JobStats, ThroughputMinute, WorkerRecord } from './persistence/job.store.js';
 export type { ScheduledType } from './schedules/cron-scheduler.js';

@@ -31,6 +31,12 @@ export interface JobContext {
    * never fails the job; a value of the wrong kind throws InvalidJobError.
    */
   progress(value: JobProgress): Promise<void>;
+  /**
+   * Appends a line to the job's log (`getJob().logs`: the last 100 lines, each cut at 2 KB),
+   * formatted from its arguments as console.log would. Lines are written in batches, a few a second;
+   * it never throws, and a failed write is logged, never failing the job.
+   */
+  log(...args: unknown[]): void;
   /** Enqueues a follow-up job; in a transactional handler, inside the same transaction. */
   enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions): Promise<EnqueueResult>;
 }

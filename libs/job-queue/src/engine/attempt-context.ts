@@ -3,6 +3,7 @@ import type { EngineLogger } from '../base/logger.js';
 import type { JobProgress } from '../base/job-context.js';
 import { InvalidJobError } from '../errors/invalid-job.error.js';
 import type { ClaimedJob, JobStore } from '../persistence/job.store.js';
+import { JobLogWriter } from './job-log-writer.js';
 import { ProgressReporter } from './progress-reporter.js';
 import type { EnqueueOptions, EnqueueResult } from '../base/enqueue-options.js';
 import type { AttemptControl } from './attempt-control.js';
@@ -28,8 +29,9 @@ export class AttemptContext implements JobContext {
   readonly #control: AttemptControl;
   readonly #ledger: EffectLedger;
   readonly #enqueue: HandlerEnqueue;
-  readonly #progressStore: ProgressStore;
+  readonly #writes: AttemptWrites;
   #progress: ProgressReporter | null = null;
+  #log: JobLogWriter | null = null;
 
   constructor(
     job: ClaimedJob,
@@ -37,10 +39,10 @@ export class AttemptContext implements JobContext {
     ledger: EffectLedger,
     enqueue: HandlerEnqueue,
     manager: EntityManager | null,
-    progressStore: ProgressStore,
+    writes: AttemptWrites,
   ) {
     this.#job = job;
-    this.#progressStore = progressStore;
+    this.#writes = writes;
     this.#control = control;
     this.#ledger = ledger;
     this.#enqueue = enqueue;
@@ -64,8 +66,18 @@ export class AttemptContext implements JobContext {
   /** Made on first use: most handlers never report progress. */
   progress(value: JobProgress): Promise<void> {
     const json = progressJson(value);
-    this.#progress ??= new ProgressReporter(this.#progressStore.store, this.#job, this.#progressStore.logger);
+    this.#progress ??= new ProgressReporter(this.#writes.store, this.#job, this.#writes.logger);
     return this.#progress.report(json);
+  }
+
+  /** Made on first use, like progress; never throws into the handler. */
+  log(...args: unknown[]): void {
+    try {
+      this.#log ??= new JobLogWriter(this.#writes.store, this.#job, this.#writes.workerId, this.#writes.logger);
+      this.#log.log(args);
+    } catch (error) {
+      this.#writes.logger?.warn(`job.log failed for job ${this.#job.id}: ${(error as Error)?.message ?? error}`);
+    }
   }
 
   /** In a transactional handler, the follow-up joins the handler's transaction unless told otherwise. */
@@ -74,9 +86,10 @@ export class AttemptContext implements JobContext {
   }
 }
 
-/** Where an attempt's progress goes. */
-export interface ProgressStore {
-  readonly store: Pick<JobStore, 'reportProgress'>;
+/** Where an attempt's progress and log lines go, and the worker that writes them. */
+export interface AttemptWrites {
+  readonly store: Pick<JobStore, 'reportProgress' | 'appendJobLogs'>;
+  readonly workerId: string;
   readonly logger?: EngineLogger;
 }
 

@@ -79,7 +79,7 @@ export interface EngineSettings {
 export function createEngine({ options, store, handlers, events, logger, enqueue, poolSize, tally }: EngineDependencies): Engine {
   const settings = engineSettings(options, handlers.all(), poolSize, logger);
   const recorder = new OutcomeRecorder(store, new CompletionBatcher(store), new RetryPolicy(), events, logger, options.workerId, options.leaseMs);
-  const runner = new JobRunner(store, new EffectLedger(store, logger), enqueue, { store, logger });
+  const runner = new JobRunner(store, new EffectLedger(store, logger), enqueue, { store, logger, workerId: options.workerId });
   const worker = new Worker(settings.worker, store, handlers, runner, recorder, logger);
   recorder.onRetryScheduled((delayMs) => worker.wakeIn(delayMs));
   if (tally) recorder.tallyInto(tally);

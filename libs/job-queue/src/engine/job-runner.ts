@@ -2,7 +2,7 @@ import type { RegisteredHandler } from '../base/registered-handler.js';
 import { JobTimeoutError } from '../errors/job-timeout.error.js';
 import { PermanentJobError } from '../errors/permanent-job.error.js';
 import type { ClaimedJob, JobStore, JobTransaction } from '../persistence/job.store.js';
-import { AttemptContext, type HandlerEnqueue, type ProgressStore } from './attempt-context.js';
+import { AttemptContext, type AttemptWrites, type HandlerEnqueue } from './attempt-context.js';
 import type { AttemptControl } from './attempt-control.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import { describeError } from './describe-error.js';
@@ -32,7 +32,7 @@ export class JobRunner {
     private readonly store: JobStore,
     private readonly ledger: EffectLedger,
     private readonly enqueue: HandlerEnqueue,
-    private readonly progress: ProgressStore = { store },
+    private readonly writes: AttemptWrites = { store, workerId: '' },
   ) {}
 
   /**
@@ -136,7 +136,7 @@ export class JobRunner {
     control: AttemptControl,
     tx: JobTransaction | null,
   ): Race | Promise<Race> {
-    const context = new AttemptContext(job, control, this.ledger, this.enqueue, tx?.manager ?? null, this.progress);
+    const context = new AttemptContext(job, control, this.ledger, this.enqueue, tx?.manager ?? null, this.writes);
     let returned: unknown;
     try {
       returned = handler.invoke(payload, context);

@@ -7,8 +7,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * - `paused_types`: a type listed here is started by no worker; rows survive restarts.
  * - `job_throughput`: outcomes per minute and type, added to by each process's batched tally,
  *   so throughput is read from at most a day of small rows, never from the jobs.
- * - `jobs.progress`: the latest `job.progress()` value; a nullable column with no default
- *   rewrites no row.
+ * - `jobs.progress` and `jobs.logs`: the latest `job.progress()` value and the last `job.log()`
+ *   lines; nullable columns with no default rewrite no row.
  */
 export function createOperatorsViewMigration(schema: string): new () => MigrationInterface {
   const s = `"${schema}"`;
@@ -44,9 +44,11 @@ export function createOperatorsViewMigration(schema: string): new () => Migratio
           PRIMARY KEY (minute, type)
         )`);
       await queryRunner.query(`ALTER TABLE ${s}.jobs ADD COLUMN IF NOT EXISTS progress jsonb`);
+      await queryRunner.query(`ALTER TABLE ${s}.jobs ADD COLUMN IF NOT EXISTS logs jsonb`);
     }
 
     async down(queryRunner: QueryRunner): Promise<void> {
+      await queryRunner.query(`ALTER TABLE ${s}.jobs DROP COLUMN IF EXISTS logs`);
       await queryRunner.query(`ALTER TABLE ${s}.jobs DROP COLUMN IF EXISTS progress`);
       await queryRunner.query(`DROP TABLE IF EXISTS ${s}.job_throughput`);
       await queryRunner.query(`DROP TABLE IF EXISTS ${s}.paused_types`);

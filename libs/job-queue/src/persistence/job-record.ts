@@ -8,6 +8,13 @@ export interface JobAttemptError {
   error: string;
 }
 
+/** One `job.log()` line: when, in which attempt, and the message (at most 2 KB). */
+export interface JobLogLine {
+  at: string;
+  attempt: number;
+  message: string;
+}
+
 /** A job row as the admin API returns it (the table's columns in camelCase). */
 export interface JobRecord {
   id: string;
@@ -22,6 +29,8 @@ export interface JobRecord {
   result: unknown;
   /** The latest value the handler passed to `job.progress()`, or null. */
   progress: unknown;
+  /** The last 100 `job.log()` lines, oldest first. */
+  logs: JobLogLine[];
   idempotencyKey: string | null;
   orderingKey: string | null;
   workerId: string | null;

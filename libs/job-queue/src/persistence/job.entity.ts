@@ -1,6 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { DEFAULT_SCHEMA } from '../options/defaults.js';
-import type { JobAttemptError } from './job-record.js';
+import type { JobAttemptError, JobLogLine } from './job-record.js';
 import type { JobStatus } from './job-status.js';
 
 /**
@@ -45,6 +45,10 @@ export class JobEntity {
   /** The latest `job.progress()` value. */
   @Column({ type: 'jsonb', nullable: true })
   progress!: unknown;
+
+  /** The last `job.log()` lines. */
+  @Column({ type: 'jsonb', nullable: true })
+  logs!: JobLogLine[] | null;
 
   @Column({ name: 'idempotency_key', type: 'text', nullable: true })
   idempotencyKey!: string | null;

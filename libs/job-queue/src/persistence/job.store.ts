@@ -1,5 +1,7 @@
 import type { EntityManager } from 'typeorm';
-import type { JobRecord } from './job-record.js';
+import type { JobLogLine, JobRecord } from './job-record.js';
+
+export type { JobLogLine } from './job-record.js';
 import type { JobStatus } from './job-status.js';
 
 /** A validated job ready to insert. */
@@ -304,6 +306,8 @@ export interface JobStore {
   throughput(minutes: number, type: string | null): Promise<ThroughputMinute[]>;
   /** Maintenance: forgets workers gone for an hour and throughput older than `throughputKeepMs`. */
   pruneOperatorHistory(throughputKeepMs: number): Promise<void>;
+  /** Appends an attempt's log lines, keeping the job's last `keep`; see the statement for who may write. */
+  appendJobLogs(lease: Lease, workerId: string, lines: readonly JobLogLine[], keep: number): Promise<boolean>;
   /** Stores a running attempt's progress; false once that attempt no longer holds the job. */
   reportProgress(lease: Lease, progressJson: string): Promise<boolean>;
   listJobs(query: JobPageQuery): Promise<JobPage>;

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import type { JobStatus } from './job-status.js';
-import type { JobPage, JobPageQuery, OutcomeTallyRow, PurgeQuery, ThroughputMinute, WorkerBeat, WorkerRecord } from './job.store.js';
+import type { JobLogLine, JobPage, JobPageQuery, Lease, OutcomeTallyRow, PurgeQuery, ThroughputMinute, WorkerBeat, WorkerRecord } from './job.store.js';
 import type { AdminSql } from './admin.sql.js';
 import type { MaintenanceSql } from './maintenance.sql.js';
 import { INDEXED_LIST_STATUSES, type IndexedListStatus, type OperatorSql, type PurgeStatus } from './operator.sql.js';
@@ -109,6 +109,12 @@ export class OperatorQueries {
   /** Whether the write landed: false once this attempt no longer holds the job. */
   async reportProgress(jobId: string, leaseToken: string, progressJson: string): Promise<boolean> {
     return (await this.executor.query(this.sql.reportProgress, [jobId, leaseToken, progressJson])).rowCount === 1;
+  }
+
+  /** Whether the lines landed (false: the job is gone, or another worker holds it now). */
+  async appendJobLogs(lease: Lease, workerId: string, lines: readonly JobLogLine[], keep: number): Promise<boolean> {
+    const { rowCount } = await this.executor.query(this.sql.appendJobLogs, [lease.id, lease.leaseToken, workerId, JSON.stringify(lines), keep]);
+    return rowCount === 1;
   }
 
   async listJobs(query: JobPageQuery): Promise<JobPage> {

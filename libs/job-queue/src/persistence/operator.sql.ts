@@ -92,6 +92,21 @@ export function operatorSql({ jobs, workers, paused, throughput, channel }: JobT
      */
     reportProgress: `UPDATE ${jobs} SET progress = $3::jsonb WHERE id = $1 AND lease_token = $2 AND status = 'processing'`,
 
+    /**
+     * Appends $4 (a jsonb array of lines) to the job's log, keeping the last $5. While the job runs
+     * only the attempt holding the lease writes; once it has finished, the worker that ran it last
+     * may still add the lines its handler logged just before returning. The row lock orders two
+     * appends; each keeps the lines of both.
+     */
+    appendJobLogs: `
+      UPDATE ${jobs} SET logs = (
+        SELECT jsonb_agg(kept.line ORDER BY kept.n) FROM (
+          SELECT l.line, l.n FROM jsonb_array_elements(COALESCE(logs, '[]'::jsonb) || $4::jsonb) WITH ORDINALITY AS l(line, n)
+          ORDER BY l.n DESC LIMIT $5
+        ) kept
+      )
+      WHERE id = $1 AND (lease_token = $2 OR (status <> 'processing' AND worker_id = $3))`,
+
     /** Read-only, newest first, through the status's partial index; keyset on id. */
     listPending: listByStatus('pending'),
     listFailed: listByStatus('failed'),

@@ -8,7 +8,7 @@ import { claimSql } from './claim.sql.js';
 import { enqueueSql } from './enqueue.sql.js';
 import { JobClaimer } from './job-claimer.js';
 import { JobEnqueuer } from './job-enqueuer.js';
-import type { JobRecord } from './job-record.js';
+import type { JobLogLine, JobRecord } from './job-record.js';
 import { jobTables } from './job-tables.js';
 import { beginJobTransaction } from './job-transaction.js';
 import type {
@@ -272,6 +272,10 @@ export class PostgresJobStore implements JobStore {
 
   pruneOperatorHistory(throughputKeepMs: number): Promise<void> {
     return this.operator.pruneOperatorHistory(throughputKeepMs);
+  }
+
+  appendJobLogs(lease: Lease, workerId: string, lines: readonly JobLogLine[], keep: number): Promise<boolean> {
+    return this.operator.appendJobLogs(lease, workerId, lines, keep);
   }
 
   reportProgress(lease: Lease, progressJson: string): Promise<boolean> {

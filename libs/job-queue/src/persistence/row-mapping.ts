@@ -14,6 +14,7 @@ export function toJobRecord(row: Record<string, any>): JobRecord {
     errors: row.errors ?? [],
     result: row.result,
     progress: row.progress ?? null,
+    logs: row.logs ?? [],
     idempotencyKey: row.idempotency_key,
     orderingKey: row.ordering_key ?? null,
     workerId: row.worker_id,
