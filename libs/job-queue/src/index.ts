@@ -4,6 +4,7 @@ export type { JobQueueOptions, ResolvedJobQueueOptions, RetentionOptions, RetryO
 export { JobHandler } from './decorators/job-handler.decorator.js';
 export type { JobHandlerOptions, PayloadSchema } from './decorators/job-handler-options.js';
 export type { JobContext, JobProgress } from './base/job-context.js';
+export type { JobPayload, JobTypes } from './base/job-types.js';
 export type { JobQueueEvent, JobQueueEventKind } from './events/job-queue-event.js';
 export { JobProducer } from './producer/job.producer.js';
 export type { EnqueueAndWaitOptions, EnqueueManyItem, EnqueueOptions, EnqueueResult } from './base/enqueue-options.js';

@@ -1,5 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { EnqueueOptions, EnqueueResult } from './enqueue-options.js';
+import type { EnqueuedPayload } from './job-types.js';
 
 /** What `job.progress()` takes: a percentage, or a JSON object of the handler's choosing. */
 export type JobProgress = number | Record<string, unknown>;
@@ -38,5 +39,5 @@ export interface JobContext {
    */
   log(...args: unknown[]): void;
   /** Enqueues a follow-up job; in a transactional handler, inside the same transaction. */
-  enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions): Promise<EnqueueResult>;
+  enqueue<P = never, T extends string = string>(type: T, payload: EnqueuedPayload<P, T>, options?: EnqueueOptions): Promise<EnqueueResult>;
 }

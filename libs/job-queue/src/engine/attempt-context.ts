@@ -6,6 +6,7 @@ import type { ClaimedJob, JobStore } from '../persistence/job.store.js';
 import { JobLogWriter } from './job-log-writer.js';
 import { ProgressReporter } from './progress-reporter.js';
 import type { EnqueueOptions, EnqueueResult } from '../base/enqueue-options.js';
+import type { EnqueuedPayload } from '../base/job-types.js';
 import type { AttemptControl } from './attempt-control.js';
 import type { EffectLedger } from './effect-ledger.js';
 import type { JobContext } from '../base/job-context.js';
@@ -81,7 +82,7 @@ export class AttemptContext implements JobContext {
   }
 
   /** In a transactional handler, the follow-up joins the handler's transaction unless told otherwise. */
-  enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions): Promise<EnqueueResult> {
+  enqueue<P = never, T extends string = string>(type: T, payload: EnqueuedPayload<P, T>, options?: EnqueueOptions): Promise<EnqueueResult> {
     return this.#enqueue(type, payload, this.manager && !options?.manager ? { ...options, manager: this.manager } : options);
   }
 }

@@ -11,6 +11,7 @@ import type { EnqueueAndWaitOptions, EnqueueManyItem, EnqueueOptions, EnqueueRes
 import { Backpressure } from './backpressure.js';
 import { JobCompletionWaiter } from './job-completion.waiter.js';
 import { validateJob } from './job-validator.js';
+import type { EnqueuedPayload } from '../base/job-types.js';
 
 /** Adds jobs. Inject it anywhere; it works in producer-only processes too. */
 @Injectable()
@@ -28,7 +29,7 @@ export class JobProducer {
   private readonly waiter: JobCompletionWaiter;
 
   /** Adds one job; with `options.manager`, inside the caller's transaction. */
-  async enqueue<P = unknown>(type: string, payload: P, options?: EnqueueOptions): Promise<EnqueueResult> {
+  async enqueue<P = never, T extends string = string>(type: T, payload: EnqueuedPayload<P, T>, options?: EnqueueOptions): Promise<EnqueueResult> {
     const job = validateJob(type, payload, options, null, this.defaultMaxAttempts(type));
     const [result] = await this.insert([job], options?.manager);
     return result;
@@ -38,7 +39,11 @@ export class JobProducer {
    * Enqueues and resolves with the handler's result, or rejects with JobFailedError (its message
    * holds the dead-letter reason) or JobWaitTimeoutError. Works in producer-only processes too.
    */
-  async enqueueAndWait<R = unknown, P = unknown>(type: string, payload: P, options: EnqueueAndWaitOptions): Promise<R> {
+  async enqueueAndWait<R = unknown, P = never, T extends string = string>(
+    type: T,
+    payload: EnqueuedPayload<P, T>,
+    options: EnqueueAndWaitOptions,
+  ): Promise<R> {
     const timeoutMs = options?.timeoutMs;
     if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
       throw new InvalidJobError('options.timeoutMs', `must be a positive number of milliseconds (got ${String(timeoutMs)})`);
