@@ -27,7 +27,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['metrics'],
   ['orchestrator'],
   ['health', 'admin', 'http'],
-  ['dashboard', 'cli'],
+  ['dashboard', 'cli', 'testing'],
   ['.'],
 ];
 

@@ -18,6 +18,7 @@ import { PostgresJobStore, storeSettings } from './persistence/postgres-job.stor
 import { Backpressure } from './producer/backpressure.js';
 import { JobProducer } from './producer/job.producer.js';
 import { JobQueueOrchestrator } from './orchestrator/job-queue.orchestrator.js';
+import { JobQueueTester } from './testing/job-queue.tester.js';
 
 /**
  * Background jobs on PostgreSQL. `JobQueueModule.forRoot({ dataSource })` or `forRootAsync(...)`;
@@ -61,7 +62,9 @@ import { JobQueueOrchestrator } from './orchestrator/job-queue.orchestrator.js';
     JobProducer,
     JobQueueAdmin,
     JobQueueHealthIndicator,
+    // Always provided (options may come from a factory); it refuses to run unless runWorker is 'manual'.
+    JobQueueTester,
   ],
-  exports: [JobProducer, JobQueueAdmin, JobQueueEvents, JobQueueHealthIndicator, JobHandlerRegistry],
+  exports: [JobProducer, JobQueueAdmin, JobQueueEvents, JobQueueHealthIndicator, JobHandlerRegistry, JobQueueTester],
 })
 export class JobQueueModule extends JobQueueConfigurableModule {}

@@ -29,10 +29,14 @@ export interface EngineDependencies {
   readonly poolSize: () => number;
   /** Counts outcomes for throughput. */
   readonly tally?: OutcomeTally;
+  /** false: the cron schedules do not run (a tester's drain). @default true */
+  readonly runSchedules?: boolean;
 }
 
 export interface EngineStatus {
   inFlight: number;
+  /** Claimed into the buffer, not started yet. */
+  unstarted: number;
   /** ms since the claim loop last went round (0 while it waits on the database). */
   silentForMs: number;
 }
@@ -76,7 +80,7 @@ export interface EngineSettings {
  * Builds the engine from resolved options. Throws JobQueueConfigError when the pool cannot serve
  * the transactional handlers.
  */
-export function createEngine({ options, store, handlers, events, logger, enqueue, poolSize, tally }: EngineDependencies): Engine {
+export function createEngine({ options, store, handlers, events, logger, enqueue, poolSize, tally, runSchedules = true }: EngineDependencies): Engine {
   const settings = engineSettings(options, handlers.all(), poolSize, logger);
   const recorder = new OutcomeRecorder(store, new CompletionBatcher(store), new RetryPolicy(), events, logger, options.workerId, options.leaseMs);
   const runner = new JobRunner(store, new EffectLedger(store, logger), enqueue, { store, logger, workerId: options.workerId });
@@ -94,7 +98,7 @@ export function createEngine({ options, store, handlers, events, logger, enqueue
       started = true;
       worker.start();
       renewals.start();
-      scheduler.start();
+      if (runSchedules) scheduler.start();
     },
     stopClaiming: () => worker.stopClaiming(),
     async drain() {
@@ -106,7 +110,7 @@ export function createEngine({ options, store, handlers, events, logger, enqueue
     interrupt: (jobId) => worker.interrupt(jobId, 'cancelled'),
     nudge: () => worker.nudge(),
     wakeIn: (delayMs) => worker.wakeIn(delayMs),
-    status: () => ({ inFlight: worker.inFlight, silentForMs: worker.silentForMs }),
+    status: () => ({ inFlight: worker.inFlight, unstarted: worker.unstarted, silentForMs: worker.silentForMs }),
     schedules: () => (started ? scheduler.schedules : []),
     setPaused: (types) => worker.setPaused(types),
   };

@@ -90,6 +90,11 @@ export class Worker implements LeaseHolder, AttemptOwner, AttemptStarter {
     return this.active.size;
   }
 
+  /** Attempts claimed into the buffer and not started yet. */
+  get unstarted(): number {
+    return this.buffer.size;
+  }
+
   /** Since the loop last went round (0 while it waits on the database); liveness reads it. */
   get silentForMs(): number {
     return this.waitingOnDatabase ? 0 : Math.round(monotonicNow() - this.lastProgressAt);

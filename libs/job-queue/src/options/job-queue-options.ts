@@ -20,8 +20,12 @@ export interface JobQueueOptions {
   schema?: string;
   /** Create or upgrade the tables at boot, serialised across instances. @default true */
   autoMigrate?: boolean;
-  /** `false` makes a producer-only process: it enqueues and never claims. @default true */
-  runWorker?: boolean;
+  /**
+   * `false` makes a producer-only process: it enqueues and never claims. `'manual'` (tests, from
+   * `auto-job-queue/testing`): nothing is claimed until `JobQueueTester.drain()` runs the due jobs.
+   * @default true
+   */
+  runWorker?: boolean | 'manual';
   /** Identity written to `worker_id` on claim. @default `${hostname}-${pid}-${random}` */
   workerId?: string;
   /** Jobs in flight at once in this process, all types together. @default 10 */
@@ -100,7 +104,10 @@ export interface ResolvedJobQueueOptions {
   readonly dataSource: DataSourceOptions | DataSource;
   readonly schema: string;
   readonly autoMigrate: boolean;
+  /** false in a manual (testing) process too: no claim loop runs on its own. */
   readonly runWorker: boolean;
+  /** `runWorker: 'manual'`: JobQueueTester runs jobs when asked. */
+  readonly manualWorker: boolean;
   readonly workerId: string;
   readonly concurrency: number;
   readonly prefetch: number;

@@ -50,6 +50,7 @@ describe('resolveJobQueueOptions', () => {
       synchronousClaims: true,
       maintenanceIntervalMs: defaults.DEFAULT_MAINTENANCE_INTERVAL_MS,
       heartbeatIntervalMs: defaults.DEFAULT_HEARTBEAT_INTERVAL_MS,
+      manualWorker: false,
       prefetch: defaults.DEFAULT_PREFETCH,
       retention: { completedMs: defaults.DEFAULT_RETENTION_COMPLETED_MS, deadMs: defaults.DEFAULT_RETENTION_DEAD_MS },
     });

@@ -45,7 +45,8 @@ export function resolveJobQueueOptions(options: JobQueueOptions): ResolvedJobQue
     dataSource: options.dataSource,
     schema,
     autoMigrate: boolOption('autoMigrate', options.autoMigrate, true),
-    runWorker: boolOption('runWorker', options.runWorker, true),
+    runWorker: runWorkerOption(options.runWorker) === true,
+    manualWorker: runWorkerOption(options.runWorker) === 'manual',
     workerId,
     concurrency,
     prefetch: positiveInteger('prefetch', options.prefetch ?? defaults.DEFAULT_PREFETCH, 0),
@@ -82,6 +83,14 @@ export function resolveJobQueueOptions(options: JobQueueOptions): ResolvedJobQue
     ),
     heartbeatIntervalMs: positiveInteger('heartbeatIntervalMs', options.heartbeatIntervalMs ?? defaults.DEFAULT_HEARTBEAT_INTERVAL_MS, 10),
   });
+}
+
+function runWorkerOption(value: unknown): boolean | 'manual' {
+  if (value === undefined) return true;
+  if (typeof value !== 'boolean' && value !== 'manual') {
+    throw new JobQueueConfigError(`runWorker must be true, false or 'manual' (got ${describe(value)}).`);
+  }
+  return value;
 }
 
 function boolOption(name: string, value: unknown, fallback: boolean): boolean {

@@ -11,6 +11,7 @@ import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
 import { createEngine, type Engine } from '../engine/create-engine.js';
 import { PeriodicTask } from '../base/periodic-task.js';
 import { JobQueueEvents } from '../events/job-queue.events.js';
+import { JobQueueConfigError } from '../errors/job-queue-config.error.js';
 import { JOB_QUEUE_OPTIONS, JOB_STORE } from '../base/job-queue.constants.js';
 import { LeaseReaper } from '../maintenance/lease-reaper.js';
 import { MaintenanceLeader } from '../maintenance/maintenance-leader.js';
@@ -24,6 +25,7 @@ import type { JobStore } from '../persistence/job.store.js';
 import { poolSizeOf } from '../persistence/pool-of.js';
 import { JobProducer } from '../producer/job.producer.js';
 import type { ScheduledType } from '../schedules/cron-scheduler.js';
+import { type DrainCounts, ManualDrain } from './manual-drain.js';
 
 export interface WorkerStatus {
   runWorker: boolean;
@@ -49,6 +51,8 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
   private watchTasks: PeriodicTask[] = [];
   private shuttingDown = false;
   private drained: Promise<void> | null = null;
+  private manual: ManualDrain | null = null;
+  private manualRun: Promise<unknown> = Promise.resolve();
 
   constructor(
     @Inject(JOB_QUEUE_OPTIONS) private readonly options: ResolvedJobQueueOptions,
@@ -61,6 +65,8 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
+    // A manual (testing) process claims nothing on its own; its drains need the types registered.
+    if (this.options.manualWorker && !this.shuttingDown) await this.store.registerTypes(this.registry.types());
     if (!this.options.runWorker || this.shuttingDown) return;
     const { options, store, events, logger, registry } = this;
     // A pool too small for transactional handlers is a boot error; it closes the module's DataSource.
@@ -132,6 +138,34 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
     // A second signal must not cut the drain short or release twice.
     this.drained ??= this.drain().finally(() => this.hub.stop());
     return this.drained;
+  }
+
+  /**
+   * `runWorker: 'manual'` only: runs the due jobs of `types` in this process until none is left.
+   * Drains asked for at once run one after the other.
+   */
+  drainManually(types: readonly string[]): Promise<DrainCounts> {
+    if (!this.options.manualWorker) {
+      return Promise.reject(new JobQueueConfigError("JobQueueTester.drain() needs JobQueueModule.forRoot({ runWorker: 'manual' }); this process runs its worker on its own."));
+    }
+    const { options, store, events, logger, registry } = this;
+    this.manual ??= new ManualDrain(
+      {
+        options,
+        store,
+        events,
+        logger,
+        enqueue: (type, payload, enqueueOptions) => this.producer.enqueue(type, payload, enqueueOptions),
+        poolSize: () => poolSizeOf(this.connection.dataSource),
+      },
+      registry,
+      store,
+      logger,
+    );
+    const manual = this.manual;
+    const run = this.manualRun.then(() => manual.run(types));
+    this.manualRun = run.catch(() => undefined);
+    return run;
   }
 
   /** Aborts a job this process runs (after an admin cancel). */

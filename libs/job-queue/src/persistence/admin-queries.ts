@@ -66,6 +66,10 @@ export class AdminQueries {
     return { depth: rows[0].depth, deadLastHour: rows[0].dead_last_hour };
   }
 
+  async countDue(types: readonly string[]): Promise<number> {
+    return (await this.executor.query<{ due: number }>(this.sql.countDue, [types])).rows[0].due;
+  }
+
   async depthByType(types: readonly string[], countUpTo: number): Promise<Map<string, number>> {
     if (types.length === 0) return new Map();
     const { rows } = await this.executor.query<{ type: string; depth: number }>(this.sql.depthByType, [types, countUpTo]);

@@ -64,6 +64,9 @@ export function adminSql({ jobs, channel }: JobTables) {
              (SELECT count(*) FROM ${jobs} WHERE status = 'dead' AND dead_at > now() - interval '1 hour')::int AS dead_last_hour,
              (pg_is_in_recovery() OR current_setting('transaction_read_only')::bool) AS read_only`,
 
+    /** Read-only: waiting jobs of the types that are due now (a tester's drain asks whether any is left). */
+    countDue: `SELECT count(*)::int AS due FROM ${jobs} WHERE status IN ${WAITING_SQL} AND run_at <= now() AND type = ANY($1::text[])`,
+
     /** Read-only: waiting jobs of the given types, each counted up to $2. */
     depthByType: `
       SELECT t.type, (SELECT count(*) FROM (SELECT 1 FROM ${jobs} j

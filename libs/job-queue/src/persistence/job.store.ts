@@ -311,6 +311,8 @@ export interface JobStore {
   /** Stores a running attempt's progress; false once that attempt no longer holds the job. */
   reportProgress(lease: Lease, progressJson: string): Promise<boolean>;
   listJobs(query: JobPageQuery): Promise<JobPage>;
+  /** Waiting jobs of the types that are due now. */
+  countDue(types: readonly string[]): Promise<number>;
   /** Every dead job (of the type) back to pending, in batches; resolves to how many. */
   retryDeadMany(type: string | null, onProgress?: (done: number) => void): Promise<number>;
   /** Deletes finished jobs in batches; resolves to how many. */

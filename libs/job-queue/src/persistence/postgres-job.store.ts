@@ -238,6 +238,10 @@ export class PostgresJobStore implements JobStore {
     return this.admin.queueSnapshot(countUpTo);
   }
 
+  countDue(types: readonly string[]): Promise<number> {
+    return this.admin.countDue(types);
+  }
+
   depthByType(types: readonly string[], countUpTo: number): Promise<Map<string, number>> {
     return this.admin.depthByType(types, countUpTo);
   }
