@@ -339,10 +339,16 @@ describe('the packed tarball, installed by separate NestJS apps', () => {
       require: './dist/cjs/src/index.js',
       default: './dist/cjs/src/index.js',
     });
+    expect(manifest.exports['./testing']).toEqual({
+      types: './dist/cjs/src/testing.d.ts',
+      import: './dist/testing.mjs',
+      require: './dist/cjs/src/testing.js',
+      default: './dist/cjs/src/testing.js',
+    });
     expect(manifest.main).toBe(manifest.exports['.'].require);
     expect(manifest.types).toBe(manifest.exports['.'].types);
     // Whatever package.json points at is in the tarball.
-    for (const target of [manifest.main, manifest.types, ...Object.values<string>(manifest.exports['.'])]) {
+    for (const target of [manifest.main, manifest.types, ...Object.values<string>(manifest.exports['.']), ...Object.values<string>(manifest.exports['./testing'])]) {
       expect(entries).toContain(path.posix.join('package', target));
     }
     // dist/cjs says it is CommonJS (the package itself is "type": "module"), so Node, Jest and
@@ -354,7 +360,8 @@ describe('the packed tarball, installed by separate NestJS apps', () => {
     // Every module ships its declarations, and there is one set of them: no .d.mts or .d.cts.
     const js = entries.filter((entry) => /\.[cm]?js$/.test(entry));
     expect(js.length).toBeGreaterThan(10);
-    expect(js.filter((entry) => entry !== 'package/dist/index.mjs' && !entry.startsWith('package/dist/cjs/'))).toEqual([]);
+    const esmEntries = ['package/dist/index.mjs', 'package/dist/testing.mjs'];
+    expect(js.filter((entry) => !esmEntries.includes(entry) && !entry.startsWith('package/dist/cjs/'))).toEqual([]);
     expect(js.filter((entry) => entry.endsWith('.js') && !entries.includes(entry.replace(/\.js$/, '.d.ts')))).toEqual([]);
     expect(entries.filter((entry) => /\.d\.[cm]ts$/.test(entry))).toEqual([]);
 
