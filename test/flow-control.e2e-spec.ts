@@ -436,12 +436,12 @@ describe('cron across several processes', () => {
       { provide: FLOW_WORKER_ID, useValue: 'cron-local' },
     ]);
     const before = Date.now();
-    const [schedule] = queue.admin.schedules();
-    expect(schedule).toMatchObject({ type: FLOW_TICK_TYPE, cron: FLOW_TICK_CRON, timezone: 'UTC' });
-    expect(schedule.nextRunAt).toBeInstanceOf(Date);
-    expect(schedule.nextRunAt!.getTime()).toBeGreaterThan(before - 1_000);
-    expect(schedule.nextRunAt!.getTime()).toBeLessThanOrEqual(Date.now() + 1_000);
-    expect(schedule.nextRunAt!.getMilliseconds()).toBe(0);
+    const [schedule] = await queue.admin.schedules();
+    expect(schedule).toMatchObject({ name: FLOW_TICK_TYPE, type: FLOW_TICK_TYPE, cron: FLOW_TICK_CRON, timezone: 'UTC', source: 'decorator' });
+    expect(schedule.nextSlot).toBeInstanceOf(Date);
+    expect(schedule.nextSlot!.getTime()).toBeGreaterThan(before - 1_000);
+    expect(schedule.nextSlot!.getTime()).toBeLessThanOrEqual(Date.now() + 1_000);
+    expect(schedule.nextSlot!.getMilliseconds()).toBe(0);
 
     await waitFor(async () => {
       const [{ span }] = await db.query(

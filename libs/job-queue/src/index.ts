@@ -14,6 +14,7 @@ export {
   type ListJobsOptions,
   type PurgeOptions,
   type RetryDeadManyOptions,
+  type ScheduleInfo,
   type ThroughputOptions,
 } from './admin/job-queue.admin.js';
 export { JobQueueEvents } from './events/job-queue.events.js';
@@ -22,6 +23,8 @@ export type { JobRecord, JobAttemptError, JobLogLine } from './persistence/job-r
 export type { JobStatus } from './persistence/job-status.js';
 export type { CircuitRecord, JobCounts, JobPage, JobStats, ThroughputMinute, WorkerRecord } from './persistence/job.store.js';
 export type { ScheduledType } from './schedules/cron-scheduler.js';
+export type { ScheduleDefinition } from './admin/schedule-input.js';
+export type { ScheduleJobOptions } from './persistence/job.store.js';
 export { JobEntity } from './persistence/job.entity.js';
 export { JOB_QUEUE_ENTITIES } from './persistence/entities.js';
 export { JOB_QUEUE_MIGRATIONS, createJobQueueMigrations } from './migrations/index.js';

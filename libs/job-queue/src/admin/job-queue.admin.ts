@@ -7,7 +7,10 @@ import type { CircuitRecord, JobPage, JobStats, JobStore, ThroughputMinute, Work
 import type { JobStatus } from '../persistence/job-status.js';
 import { JobQueueEvents } from '../events/job-queue.events.js';
 import { integerIn, optionalCursor, optionalStatus, optionalType, requiredType } from './operator-input.js';
-import type { ScheduledType } from '../schedules/cron-scheduler.js';
+import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
+import type { StoredSchedule } from '../persistence/job.store.js';
+import { CronSchedule } from '../schedules/cron-schedule.js';
+import { checkedSchedule, type ScheduleDefinition } from './schedule-input.js';
 import type { JobRecord } from '../persistence/job-record.js';
 import { JobQueueOrchestrator } from '../orchestrator/job-queue.orchestrator.js';
 
@@ -49,6 +52,24 @@ export interface ThroughputOptions {
 
 const PURGEABLE = ['completed', 'dead', 'cancelled'] as const;
 
+/** A cron schedule, declared by a handler (`source: 'decorator'`, named by its type) or added at run time. */
+export interface ScheduleInfo {
+  name: string;
+  cron: string;
+  timezone: string;
+  type: string;
+  /** The next slot from now, or null if the expression has none within about five years. */
+  nextSlot: Date | null;
+  /** @deprecated Use `nextSlot` (the same value); the 0.1 name. */
+  nextRunAt: Date | null;
+  /** The latest slot enqueued: a runtime schedule's record; a decorator's while its job's row exists. */
+  lastSlot: Date | null;
+  source: 'decorator' | 'runtime';
+  /** Runtime schedules: each job's payload (`scheduledFor` added) and options. */
+  payload?: Record<string, unknown>;
+  options?: ScheduleDefinition['options'];
+}
+
 /** Operator API: inspect jobs, count them, and act on dead letters. */
 @Injectable()
 export class JobQueueAdmin {
@@ -56,6 +77,7 @@ export class JobQueueAdmin {
     @Inject(JOB_STORE) private readonly store: JobStore,
     private readonly orchestrator: JobQueueOrchestrator,
     private readonly events: JobQueueEvents,
+    private readonly registry: JobHandlerRegistry,
   ) {}
 
   /** Jobs newest first, one page at a time (keyset: a page never scans the table). */
@@ -127,9 +149,46 @@ export class JobQueueAdmin {
     return this.store.openCircuits();
   }
 
-  /** Cron schedules run by this process, with their next slot. */
-  schedules(): ScheduledType[] {
-    return this.orchestrator.schedules();
+  /**
+   * Every cron schedule: the handlers' (those this application declares) and those added at run
+   * time (stored in the database, run by every worker process), with their next and last slots.
+   */
+  async schedules(): Promise<ScheduleInfo[]> {
+    const now = new Date();
+    const declared = this.registry.all().filter((handler) => handler.schedule);
+    const [stored, lastSlots] = await Promise.all([this.store.listSchedules(), this.store.lastCronSlots(declared.map((h) => h.type))]);
+    return [
+      ...declared.map((handler) => ({
+        name: handler.type,
+        cron: handler.schedule!.expression,
+        timezone: handler.schedule!.timezone,
+        type: handler.type,
+        nextSlot: handler.schedule!.next(now),
+        nextRunAt: handler.schedule!.next(now),
+        lastSlot: lastSlots.get(handler.type) ?? null,
+        source: 'decorator' as const,
+      })),
+      ...stored.map((schedule) => runtimeInfo(schedule, now)),
+    ];
+  }
+
+  /**
+   * Adds a schedule, or replaces the one of that name, stored in the database: every worker
+   * process enqueues one job per slot (of `type`, whether or not this process handles it), with
+   * `payload` and `scheduledFor`. A changed cron or time zone starts from now.
+   */
+  async upsertSchedule(name: string, definition: ScheduleDefinition): Promise<ScheduleInfo> {
+    const saved = await this.store.upsertSchedule(checkedSchedule(name, definition));
+    this.orchestrator.schedulesChanged();
+    return runtimeInfo(saved, new Date());
+  }
+
+  /** Removes a runtime schedule; false when there was none of that name (decorator schedules live in code). */
+  async removeSchedule(name: string): Promise<boolean> {
+    if (typeof name !== 'string' || name.length === 0) return false;
+    const removed = await this.store.removeSchedule(name);
+    if (removed) this.orchestrator.schedulesChanged();
+    return removed;
   }
 
   /** The job, or null for an unknown id. */
@@ -176,4 +235,25 @@ export class JobQueueAdmin {
     if (previousStatus === 'processing') this.orchestrator.interrupt(record.id);
     return record;
   }
+}
+
+function runtimeInfo(schedule: StoredSchedule, now: Date): ScheduleInfo {
+  let nextSlot: Date | null = null;
+  try {
+    nextSlot = CronSchedule.parse(schedule.cron, schedule.timezone).next(now);
+  } catch {
+    // Stored by a version that reads more than this one: listed, without a next slot.
+  }
+  return {
+    name: schedule.name,
+    cron: schedule.cron,
+    timezone: schedule.timezone,
+    type: schedule.type,
+    nextSlot,
+    nextRunAt: nextSlot,
+    lastSlot: schedule.lastSlot,
+    source: 'runtime',
+    payload: schedule.payload,
+    options: schedule.options,
+  };
 }

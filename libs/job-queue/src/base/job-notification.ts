@@ -6,4 +6,6 @@ export type JobNotification =
   | { kind: 'cancel'; jobId: string }
   | { kind: 'finished'; jobId: string }
   /** A type was paused or resumed: re-read the paused list. */
-  | { kind: 'paused' };
+  | { kind: 'paused' }
+  /** A runtime schedule was added, changed or removed: re-read them. */
+  | { kind: 'schedules' };

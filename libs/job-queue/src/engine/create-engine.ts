@@ -59,6 +59,8 @@ export interface Engine {
   status(): EngineStatus;
   /** The cron schedules this engine runs, once started. */
   schedules(): ScheduledType[];
+  /** A runtime schedule was added, changed or removed somewhere. */
+  schedulesChanged(): void;
   /** The types paused now (the database's list): says which were paused or resumed since the last call. */
   setPaused(types: readonly string[]): PauseChange;
 }
@@ -89,7 +91,11 @@ export function createEngine({ options, store, handlers, events, logger, enqueue
   if (tally) recorder.tallyInto(tally);
   const keeper = new LeaseKeeper(store, options.leaseMs, worker, logger);
   const renewals = new PeriodicTask('Lease renewal', settings.renewalIntervalMs, () => keeper.runOnce(), logger);
-  const scheduler = new CronScheduler(handlers.all().filter((h) => h.schedule), store, logger, CRON_CATCH_UP_MS);
+  const scheduler = new CronScheduler(handlers.all().filter((h) => h.schedule), store, logger, CRON_CATCH_UP_MS, Date.now, {
+    defaultMaxAttempts: options.retry.maxAttempts,
+    // Notifications bring changes at once; without LISTEN a new schedule is seen within 5 s.
+    rereadEveryMs: options.listen ? 30_000 : 5_000,
+  });
   let started = false;
 
   return {
@@ -113,6 +119,7 @@ export function createEngine({ options, store, handlers, events, logger, enqueue
     status: () => ({ inFlight: worker.inFlight, unstarted: worker.unstarted, silentForMs: worker.silentForMs }),
     schedules: () => (started ? scheduler.schedules : []),
     setPaused: (types) => worker.setPaused(types),
+    schedulesChanged: () => scheduler.refresh(),
   };
 }
 

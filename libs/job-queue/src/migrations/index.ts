@@ -10,6 +10,7 @@ import { createEffectsCleanupPerStatementMigration } from './1764921600000-effec
 import { createJobsVacuumUnthrottledMigration } from './1764925200000-jobs-vacuum-unthrottled.js';
 import { createAttemptsChargedAtStartMigration } from './1765008000000-attempts-charged-at-start.js';
 import { createOperatorsViewMigration } from './1765094400000-operators-view.js';
+import { createRuntimeSchedulesMigration } from './1765267200000-runtime-schedules.js';
 
 /** The library's migrations, in order, for the given schema. */
 export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array<new () => MigrationInterface> {
@@ -24,6 +25,7 @@ export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array
     createJobsVacuumUnthrottledMigration(schema),
     createAttemptsChargedAtStartMigration(schema),
     createOperatorsViewMigration(schema),
+    createRuntimeSchedulesMigration(schema),
   ];
 }
 

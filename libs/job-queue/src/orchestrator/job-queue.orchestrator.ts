@@ -91,6 +91,7 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
       else if (notification.kind === 'new') engine.nudge();
       else if (notification.kind === 'due') engine.wakeIn(notification.inMs);
       else if (notification.kind === 'paused') void pauses.refresh().catch(() => undefined);
+      else if (notification.kind === 'schedules') engine.schedulesChanged();
     });
     await store.registerTypes(registry.types());
     // Paused types are known before the first claim; the database away now is retried by the task.
@@ -181,6 +182,11 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
     if (!this.pauses) return false;
     await this.pauses.refresh();
     return true;
+  }
+
+  /** A runtime schedule was written here: this process's scheduler re-reads them now (others hear it by LISTEN, or at their next pass). */
+  schedulesChanged(): void {
+    this.engine?.schedulesChanged();
   }
 
   /** Cron schedules this process runs, with their next slot. */

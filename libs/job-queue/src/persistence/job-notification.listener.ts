@@ -66,6 +66,7 @@ export class JobNotificationListener {
         else if (payload.startsWith('finished:')) this.onNotification({ kind: 'finished', jobId: payload.slice(9) });
         else if (payload.startsWith('due:')) this.onNotification({ kind: 'due', inMs: Number(payload.slice(4)) });
         else if (payload === 'paused') this.onNotification({ kind: 'paused' });
+        else if (payload === 'schedules') this.onNotification({ kind: 'schedules' });
         else this.onNotification({ kind: 'new' });
       });
       client.on('error', end);

@@ -9,6 +9,7 @@ export interface JobTables {
   readonly workers: string;
   readonly paused: string;
   readonly throughput: string;
+  readonly schedules: string;
   /** channelOf(schema). */
   readonly channel: string;
 }
@@ -24,6 +25,7 @@ export function jobTables(schema: string): JobTables {
     workers: `"${schema}".job_workers`,
     paused: `"${schema}".paused_types`,
     throughput: `"${schema}".job_throughput`,
+    schedules: `"${schema}".job_schedules`,
     channel: channelOf(schema),
   };
 }

@@ -5,6 +5,7 @@ import { enqueueSql } from './enqueue.sql.js';
 import { jobTables } from './job-tables.js';
 import { maintenanceSql } from './maintenance.sql.js';
 import { operatorSql } from './operator.sql.js';
+import { scheduleSql } from './schedule.sql.js';
 import { outcomeSql } from './outcome.sql.js';
 
 /**
@@ -22,6 +23,7 @@ export function jobSql(schema: string) {
     ...maintenanceSql(tables),
     ...adminSql(tables),
     ...operatorSql(tables),
+    ...scheduleSql(tables),
   };
 }
 

@@ -226,6 +226,26 @@ export interface PurgeQuery {
   olderThanMs: number;
 }
 
+/** What a runtime schedule's jobs are enqueued with, besides their payload. */
+export interface ScheduleJobOptions {
+  priority?: number;
+  maxAttempts?: number;
+  orderingKey?: string;
+}
+
+/** A cron schedule added at run time (JobQueueAdmin.upsertSchedule). */
+export interface StoredSchedule {
+  name: string;
+  cron: string;
+  timezone: string;
+  type: string;
+  payload: Record<string, unknown>;
+  options: ScheduleJobOptions;
+  /** The latest slot enqueued, or null. */
+  lastSlot: Date | null;
+  updatedAt: Date;
+}
+
 export interface JobStore {
   enqueue(jobs: readonly NewJob[], manager?: EntityManager): Promise<EnqueuedJob[]>;
   /** For each (type, idempotency key) pair, in order: the id of the job that holds it, or null. */
@@ -311,6 +331,15 @@ export interface JobStore {
   /** Stores a running attempt's progress; false once that attempt no longer holds the job. */
   reportProgress(lease: Lease, progressJson: string): Promise<boolean>;
   listJobs(query: JobPageQuery): Promise<JobPage>;
+  /** Adds or replaces a runtime schedule by name; a changed timetable forgets its last slot. */
+  upsertSchedule(schedule: Omit<StoredSchedule, 'lastSlot' | 'updatedAt'>): Promise<StoredSchedule>;
+  /** Whether it existed. */
+  removeSchedule(name: string): Promise<boolean>;
+  listSchedules(): Promise<StoredSchedule[]>;
+  /** Records the latest slot each schedule enqueued (never moves one back). */
+  markScheduleSlots(slots: ReadonlyArray<{ name: string; slot: Date }>): Promise<void>;
+  /** The latest slot each decorator schedule's type enqueued, while its job's row exists. */
+  lastCronSlots(types: readonly string[]): Promise<Map<string, Date>>;
   /** Waiting jobs of the types that are due now. */
   countDue(types: readonly string[]): Promise<number>;
   /** Every dead job (of the type) back to pending, in batches; resolves to how many. */

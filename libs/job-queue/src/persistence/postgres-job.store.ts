@@ -31,6 +31,7 @@ import type {
   RenewalResult,
   RetentionWalk,
   SentClaim,
+  StoredSchedule,
   ThroughputMinute,
   WorkerBeat,
   WorkerRecord,
@@ -40,6 +41,8 @@ import { maintenanceSql } from './maintenance.sql.js';
 import { OperatorQueries } from './operator-queries.js';
 import { operatorSql } from './operator.sql.js';
 import { OutcomeWriter } from './outcome-writer.js';
+import { ScheduleQueries } from './schedule-queries.js';
+import { scheduleSql } from './schedule.sql.js';
 import { outcomeSql } from './outcome.sql.js';
 import { poolOf } from './pool-of.js';
 import { poolExecutor, type SqlExecutor } from './sql-executor.js';
@@ -74,6 +77,7 @@ export class PostgresJobStore implements JobStore {
   private readonly admin: AdminQueries;
   private readonly maintenance: MaintenanceQueries;
   private readonly operator: OperatorQueries;
+  private readonly scheduleQueries: ScheduleQueries;
   private readonly completeSql: string;
 
   constructor(
@@ -93,6 +97,7 @@ export class PostgresJobStore implements JobStore {
     const maintenance = maintenanceSql(tables);
     this.admin = new AdminQueries(executor, admin);
     this.maintenance = new MaintenanceQueries(executor, maintenance, circuitSql(tables));
+    this.scheduleQueries = new ScheduleQueries(executor, scheduleSql(tables));
     this.operator = new OperatorQueries(executor, operatorSql(tables), { ...maintenance, ...admin }, pool, settings.prepare);
     this.completeSql = settings.deleteOnComplete ? outcomes.completeDeleting : outcomes.complete;
   }
@@ -296,5 +301,25 @@ export class PostgresJobStore implements JobStore {
 
   purge(query: PurgeQuery, onProgress?: (done: number) => void): Promise<number> {
     return this.operator.purge(query, onProgress);
+  }
+
+  upsertSchedule(schedule: Omit<StoredSchedule, 'lastSlot' | 'updatedAt'>): Promise<StoredSchedule> {
+    return this.scheduleQueries.upsert(schedule);
+  }
+
+  removeSchedule(name: string): Promise<boolean> {
+    return this.scheduleQueries.remove(name);
+  }
+
+  listSchedules(): Promise<StoredSchedule[]> {
+    return this.scheduleQueries.list();
+  }
+
+  markScheduleSlots(slots: ReadonlyArray<{ name: string; slot: Date }>): Promise<void> {
+    return this.scheduleQueries.markSlots(slots);
+  }
+
+  lastCronSlots(types: readonly string[]): Promise<Map<string, Date>> {
+    return this.scheduleQueries.lastCronSlots(types);
   }
 }
