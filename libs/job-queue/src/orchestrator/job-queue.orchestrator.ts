@@ -118,7 +118,10 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
     this.heartbeat = heartbeat;
     this.watchTasks = [
       new PeriodicTask('Heartbeat', options.heartbeatIntervalMs, () => heartbeat.runOnce(), logger),
-      new PeriodicTask('Pause check', options.pollIntervalMs, () => pauses.poll(), logger),
+      // With LISTEN a pause arrives by notification at once; the read only backs it up (a lost notification).
+      new PeriodicTask('Pause check', options.listen ? Math.max(options.pollIntervalMs, options.heartbeatIntervalMs) : options.pollIntervalMs, () =>
+        pauses.poll(),
+      logger),
     ];
     engine.start();
     this.maintenanceTask.start();
