@@ -189,6 +189,8 @@ export class ClaimBuffer {
 
   /** Hands back the waiting attempts of types just paused, so they wait in the database, visibly. */
   handBackTypes(types: ReadonlySet<string>): Promise<number> {
+    // After the hand-back under way, not instead of it; none once released.
+    if (this.current === 'handing-back') return this.handingBack!.then(() => this.handBackTypes(types));
     if (this.current !== 'filling') return Promise.resolve(0);
     let kept = 0;
     for (const attempt of this.waiting) {

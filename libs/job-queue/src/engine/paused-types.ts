@@ -11,6 +11,11 @@ export interface PauseChange {
 export class PausedTypes {
   private current: ReadonlySet<string> = new Set();
 
+  /** The paused types; empty while nothing is paused. */
+  get types(): ReadonlySet<string> {
+    return this.current;
+  }
+
   /** Cheap while nothing is paused: the claim loop asks for every type it plans. */
   has(type: string): boolean {
     return this.current.size > 0 && this.current.has(type);

@@ -251,6 +251,8 @@ export class Worker implements LeaseHolder, AttemptOwner, AttemptStarter {
     // The database hands a job out again only once its lease is gone: an attempt of it still running here is stale.
     if (this.active.size > 0) for (const job of claimed) if (this.active.get(job.id)) this.interrupt(job.id, 'lease-lost');
     this.buffer.land(claimed, this.now(), sentAt);
+    // A claim planned before a pause was heard may bring jobs of the type: they go back at once.
+    if (this.paused.types.size > 0 && claimed.some((job) => this.paused.has(job.type))) void this.buffer.handBackTypes(this.paused.types);
   }
 
   /** Sends the next claim before the batch that just came in runs. See docs/decisions/0006-claim-sent-ahead.md. */
