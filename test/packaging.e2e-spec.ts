@@ -309,6 +309,10 @@ describe('the packed tarball, installed by separate NestJS apps', () => {
     await writeFile(path.join(nest11Dir, 'package.json'), JSON.stringify(nest11JestManifest(tarball), null, 2));
     await writeFile(path.join(nest11Dir, 'tsconfig.json'), JSON.stringify(NEST11_TSCONFIG, null, 2));
     for (const [name, source] of Object.entries(NEST11_JEST_SOURCES)) await writeFile(path.join(nest11Dir, 'src', name), source);
+    // docs/testing.md's Jest example, as it is: the testing kit through `require`.
+    for (const [from, to] of [['signup.service.ts', 'signup.service.ts'], ['welcome.mailer.ts', 'welcome.mailer.ts'], ['signup.jest.spec.ts', 'signup.service.spec.ts']]) {
+      await writeFile(path.join(nest11Dir, 'src', to), await readFile(path.join(REPO, 'examples/testing', from), 'utf8'));
+    }
 
     // All installs at once; each test awaits its own (rejections are observed there).
     const installIn = (dir: string): Promise<string> => {
@@ -345,6 +349,8 @@ describe('the packed tarball, installed by separate NestJS apps', () => {
       require: './dist/cjs/src/testing.js',
       default: './dist/cjs/src/testing.js',
     });
+    expect(manifest.bin).toEqual({ 'auto-job-queue': './dist/cjs/src/cli.js' });
+    expect(entries).toContain('package/dist/cjs/src/cli.js');
     expect(manifest.main).toBe(manifest.exports['.'].require);
     expect(manifest.types).toBe(manifest.exports['.'].types);
     // Whatever package.json points at is in the tarball.
@@ -439,6 +445,14 @@ describe('the packed tarball, installed by separate NestJS apps', () => {
       expect(JSON.parse(await readFile(outputFile, 'utf8'))).toEqual({ jobId: report.id, type: 'hello.world', greeting: 'hello, packaging' });
       const rows = await db.query(`SELECT type, status, attempts, result FROM job_queue.jobs ORDER BY id`);
       expect(rows).toEqual([{ type: 'hello.world', status: 'completed', attempts: 1, result: { greeting: 'hello, packaging', attempt: 1 } }]);
+
+      // The package's bin, as `npx auto-job-queue` runs it from the app.
+      const bin = (args: string[]) => run('npx', ['--no-install', 'auto-job-queue', ...args], { cwd: app.dir, env: childEnv({ DATABASE_URL: db.url }), timeoutMs: 45_000 });
+      const version = await bin(['--version']);
+      expect(version.output.trim(), version.output).toBe(installed.version);
+      const stats = await bin(['stats', '--json']);
+      expect(stats.code, stats.output).toBe(0);
+      expect(JSON.parse(stats.output)).toMatchObject({ completed: 1, byType: { 'hello.world': { completed: 1 } } });
     },
     120_000,
   );
@@ -465,7 +479,7 @@ describe('the packed tarball, installed by separate NestJS apps', () => {
       const result = await run('npx', ['jest'], { cwd: nest11Dir, env: childEnv({ DATABASE_URL: db.url }), timeoutMs: 90_000 });
       const failure = `\`npx jest\` with the ${starter} tsconfig (exit code ${result.code}, signal ${result.signal}) printed:\n${result.output}`;
       expect(result.code, failure).toBe(0);
-      expect(result.output, failure).toMatch(/Tests:\s+3 passed, 3 total/);
+      expect(result.output, failure).toMatch(/Tests:\s+5 passed, 5 total/);
     }
 
     // Each run's end-to-end spec: one job through the controller, one enqueued and awaited.

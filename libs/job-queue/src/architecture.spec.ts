@@ -27,8 +27,10 @@ const LAYERS: readonly (readonly string[])[] = [
   ['metrics'],
   ['orchestrator'],
   ['health', 'admin', 'http'],
-  ['dashboard', 'cli', 'testing'],
+  ['dashboard', 'testing'],
   ['.'],
+  // The command line boots the module itself.
+  ['cli'],
 ];
 
 /** Only the persistence layer talks to the driver. */
