@@ -7,6 +7,7 @@ import { DEMO_DATABASE, DemoDatabaseModule } from './demo-database.module.js';
 import type { DemoConfig } from './demo-config.js';
 import { HealthController } from './health.controller.js';
 import { JobsController } from './jobs.controller.js';
+import { MetricsController } from './metrics.controller.js';
 
 import { QueueEventsLogger } from './queue-events.logger.js';
 import { SignupsController } from './signups.controller.js';
@@ -27,10 +28,11 @@ export class AppModule {
             dataSource: { type: 'postgres', url },
             runWorker: config.runWorker,
             maxQueueDepth: config.maxQueueDepth,
+            metrics: true,
           }),
         }),
       ],
-      controllers: [SignupsController, JobsController, HealthController],
+      controllers: [SignupsController, JobsController, HealthController, MetricsController],
       providers: [WelcomeMailer, QueueEventsLogger, { provide: APP_FILTER, useClass: JobQueueErrorFilter }],
     };
   }

@@ -7,7 +7,9 @@ import { JobHandlerExplorer } from './discovery/job-handler.explorer.js';
 import { JobHandlerRegistry } from './discovery/job-handler.registry.js';
 import { JobQueueEvents } from './events/job-queue.events.js';
 import { JobQueueHealthIndicator } from './health/job-queue.health.js';
-import { JOB_QUEUE_OPTIONS, JOB_STORE } from './base/job-queue.constants.js';
+import { JOB_INSTRUMENTS, JOB_QUEUE_OPTIONS, JOB_STORE } from './base/job-queue.constants.js';
+import { JobQueueMetrics } from './metrics/job-queue.metrics.js';
+import type { JobStore } from './persistence/job.store.js';
 import { JOB_QUEUE_MODULE_OPTIONS, JobQueueConfigurableModule } from './job-queue.module-definition.js';
 import type { JobQueueOptions, ResolvedJobQueueOptions } from './options/job-queue-options.js';
 import { resolveJobQueueOptions } from './options/resolve-options.js';
@@ -50,6 +52,12 @@ import { JobQueueTester } from './testing/job-queue.tester.js';
       useFactory: (connection: JobQueueConnection, options: ResolvedJobQueueOptions) =>
         new PostgresJobStore(connection.dataSource, options.schema, storeSettings(options)),
       inject: [JobQueueConnection, JOB_QUEUE_OPTIONS],
+    },
+    {
+      provide: JOB_INSTRUMENTS,
+      useFactory: (options: ResolvedJobQueueOptions, store: JobStore, backpressure: Backpressure) =>
+        options.metrics ? JobQueueMetrics.create(options.metrics.registry, store, backpressure, options.depthRefreshMs) : null,
+      inject: [JOB_QUEUE_OPTIONS, JOB_STORE, Backpressure],
     },
     HealthIndicatorService,
     JobHandlerRegistry,

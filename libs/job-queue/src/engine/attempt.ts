@@ -1,4 +1,6 @@
+import type { JobInstruments } from '../base/job-instruments.js';
 import type { EngineLogger } from '../base/logger.js';
+import { monotonicNow } from '../base/monotonic-clock.js';
 import type { RegisteredHandler } from '../base/registered-handler.js';
 import { isThenable } from '../base/thenable.js';
 import type { ClaimedJob, JobStore, Lease } from '../persistence/job.store.js';
@@ -25,6 +27,8 @@ export interface AttemptServices {
   readonly store: Pick<JobStore, 'markStarted' | 'confirmStarts'>;
   readonly logger: EngineLogger;
   readonly owner: AttemptOwner;
+  /** Metrics, when on: each handler's duration, outcome and wait. */
+  readonly instruments?: JobInstruments | null;
 }
 
 /**
@@ -48,6 +52,8 @@ export class Attempt extends AttemptControl implements HeldLease, PendingComplet
   private uncharged: boolean;
   /** Started uncharged: the completion batcher charges it (StartConfirmations) unless its outcome comes first. */
   private confirmPending = false;
+  /** When its handler started (monotonic), read only while metrics are on. */
+  private handlerStartedAt = 0;
 
   constructor(
     readonly job: ClaimedJob,
@@ -125,6 +131,7 @@ export class Attempt extends AttemptControl implements HeldLease, PendingComplet
           this.confirmPending = true;
           this.services.recorder.startConfirmation(this);
         }
+        if (this.services.instruments) this.handlerStartedAt = monotonicNow();
         outcome = this.services.runner.run(this.job, this.handler, this);
       }
     } catch (error) {
@@ -147,6 +154,7 @@ export class Attempt extends AttemptControl implements HeldLease, PendingComplet
         this.services.recorder.startEnded(this);
       }
       this.services.owner.handlerReturned(this);
+      if (this.services.instruments) this.timed(outcome);
       if (outcome.kind === 'succeeded') {
         // The hot path: the attempt joins the completion batch as it is, and hears back (settled, failed).
         this.resultJson = outcome.resultJson;
@@ -157,6 +165,20 @@ export class Attempt extends AttemptControl implements HeldLease, PendingComplet
     } catch (error) {
       this.internalError(error);
     }
+  }
+
+  /** Metrics: the handler's time by outcome, and the job's wait from due to start. */
+  private timed(outcome: AttemptOutcome): void {
+    if (outcome.kind === 'interrupted') return;
+    const result =
+      outcome.kind === 'succeeded' || outcome.kind === 'committed'
+        ? 'completed'
+        : outcome.permanent || this.job.attempt >= this.job.maxAttempts
+          ? 'dead'
+          : 'failed';
+    const durationMs = monotonicNow() - this.handlerStartedAt;
+    const waitMs = this.job.dueAt === undefined ? null : Math.max(0, Date.now() - durationMs - this.job.dueAt);
+    this.services.instruments!.attemptTimed(this.job.type, result, durationMs, waitMs);
   }
 
   private finishAfter(recording: Promise<void> | undefined): void {

@@ -1,4 +1,5 @@
 import type { EngineLogger } from '../base/logger.js';
+import type { JobInstruments } from '../base/job-instruments.js';
 import type { OutcomeTally } from '../base/outcome-tally.js';
 import { PeriodicTask } from '../base/periodic-task.js';
 import type { HandlerLookup, RegisteredHandler } from '../base/registered-handler.js';
@@ -31,6 +32,8 @@ export interface EngineDependencies {
   readonly tally?: OutcomeTally;
   /** false: the cron schedules do not run (a tester's drain). @default true */
   readonly runSchedules?: boolean;
+  /** Metrics, when on: handler durations and waits. */
+  readonly instruments?: JobInstruments | null;
 }
 
 export interface EngineStatus {
@@ -61,6 +64,8 @@ export interface Engine {
   schedules(): ScheduledType[];
   /** A runtime schedule was added, changed or removed somewhere. */
   schedulesChanged(): void;
+  /** Attempts running now, per type. */
+  runningByType(): ReadonlyMap<string, number>;
   /** The types paused now (the database's list): says which were paused or resumed since the last call. */
   setPaused(types: readonly string[]): PauseChange;
 }
@@ -82,11 +87,11 @@ export interface EngineSettings {
  * Builds the engine from resolved options. Throws JobQueueConfigError when the pool cannot serve
  * the transactional handlers.
  */
-export function createEngine({ options, store, handlers, events, logger, enqueue, poolSize, tally, runSchedules = true }: EngineDependencies): Engine {
+export function createEngine({ options, store, handlers, events, logger, enqueue, poolSize, tally, runSchedules = true, instruments = null }: EngineDependencies): Engine {
   const settings = engineSettings(options, handlers.all(), poolSize, logger);
   const recorder = new OutcomeRecorder(store, new CompletionBatcher(store), new RetryPolicy(), events, logger, options.workerId, options.leaseMs);
   const runner = new JobRunner(store, new EffectLedger(store, logger), enqueue, { store, logger, workerId: options.workerId });
-  const worker = new Worker(settings.worker, store, handlers, runner, recorder, logger);
+  const worker = new Worker(settings.worker, store, handlers, runner, recorder, logger, undefined, instruments);
   recorder.onRetryScheduled((delayMs) => worker.wakeIn(delayMs));
   if (tally) recorder.tallyInto(tally);
   const keeper = new LeaseKeeper(store, options.leaseMs, worker, logger);
@@ -120,6 +125,7 @@ export function createEngine({ options, store, handlers, events, logger, enqueue
     schedules: () => (started ? scheduler.schedules : []),
     setPaused: (types) => worker.setPaused(types),
     schedulesChanged: () => scheduler.refresh(),
+    runningByType: () => worker.runningByType(),
   };
 }
 

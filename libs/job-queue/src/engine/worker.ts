@@ -1,3 +1,4 @@
+import type { JobInstruments } from '../base/job-instruments.js';
 import type { EngineLogger } from '../base/logger.js';
 import { monotonicNow } from '../base/monotonic-clock.js';
 import type { HandlerLookup } from '../base/registered-handler.js';
@@ -75,10 +76,12 @@ export class Worker implements LeaseHolder, AttemptOwner, AttemptStarter {
     private readonly logger: EngineLogger,
     /** Claim ages, run times and the rate meter's clock; tests move it by hand. */
     private readonly now: () => number = monotonicNow,
+    /** Metrics, when on. */
+    instruments: JobInstruments | null = null,
   ) {
     this.sizer = new PrefetchSizer(settings.prefetch, handlers.all(), now);
     this.slots = new SlotLedger(settings.concurrency, settings.transactionalCapacity);
-    this.buffer = new ClaimBuffer(store, handlers, { runner, recorder, store, logger, owner: this }, logger, this.paused);
+    this.buffer = new ClaimBuffer(store, handlers, { runner, recorder, store, logger, owner: this, instruments }, logger, this.paused);
     this.dueWakes = new DueWakeTimer(() => {
       if (this.state === 'running') this.nudge();
     });
@@ -88,6 +91,11 @@ export class Worker implements LeaseHolder, AttemptOwner, AttemptStarter {
   /** Attempts started and not yet recorded. */
   get inFlight(): number {
     return this.active.size;
+  }
+
+  /** Attempts running now, per type (metrics' in-flight gauge). */
+  runningByType(): ReadonlyMap<string, number> {
+    return this.slots.runningByType;
   }
 
   /** Attempts claimed into the buffer and not started yet. */

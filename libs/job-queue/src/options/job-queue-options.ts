@@ -74,6 +74,11 @@ export interface JobQueueOptions {
   /** How often the maintenance leader reclaims expired leases and prunes old jobs. @default 1000 */
   maintenanceIntervalMs?: number;
   /**
+   * Prometheus series on the app's prom-client registry (`prom-client` must be installed): `true`
+   * for prom-client's global registry, or `{ registry }`. See docs/operations/metrics.md. @default false
+   */
+  metrics?: boolean | { registry?: unknown };
+  /**
    * How often a worker process writes its heartbeat (JobQueueAdmin.workers()) and its outcome
    * tally (throughput()); a worker that misses three drops off the list. @default 5000
    */
@@ -123,5 +128,7 @@ export interface ResolvedJobQueueOptions {
   readonly synchronousClaims: boolean;
   readonly maintenanceIntervalMs: number;
   readonly heartbeatIntervalMs: number;
+  /** Metrics on: the registry given, or null for prom-client's global one. Off: null. */
+  readonly metrics: { readonly registry: unknown } | null;
   readonly retention: Readonly<Required<RetentionOptions>>;
 }

@@ -51,6 +51,7 @@ describe('resolveJobQueueOptions', () => {
       maintenanceIntervalMs: defaults.DEFAULT_MAINTENANCE_INTERVAL_MS,
       heartbeatIntervalMs: defaults.DEFAULT_HEARTBEAT_INTERVAL_MS,
       manualWorker: false,
+      metrics: null,
       prefetch: defaults.DEFAULT_PREFETCH,
       retention: { completedMs: defaults.DEFAULT_RETENTION_COMPLETED_MS, deadMs: defaults.DEFAULT_RETENTION_DEAD_MS },
     });
@@ -222,6 +223,8 @@ describe('resolveJobQueueOptions', () => {
       ["retention.completedMs '0'", { retention: { completedMs: '0' } }, 'retention.completedMs'],
       ['retention.completedMs NaN', { retention: { completedMs: Number.NaN } }, 'retention.completedMs'],
       ['retention.deadMs 0', { retention: { deadMs: 0 } }, 'retention.deadMs'],
+      ['metrics 1', { metrics: 1 }, 'metrics must be true, false or { registry }'],
+      ['metrics with a registry that is not one', { metrics: { registry: {} } }, 'metrics must be true, false or { registry }'],
       ['heartbeatIntervalMs 5', { heartbeatIntervalMs: 5 }, 'heartbeatIntervalMs must be an integer of at least 10 (got 5)'],
     ])('%s', (_label, extra, name) => {
       const error = configError(() => resolveWith(extra));

@@ -81,8 +81,19 @@ export function resolveJobQueueOptions(options: JobQueueOptions): ResolvedJobQue
       options.maintenanceIntervalMs ?? defaults.DEFAULT_MAINTENANCE_INTERVAL_MS,
       10,
     ),
+    metrics: metricsOption(options.metrics),
     heartbeatIntervalMs: positiveInteger('heartbeatIntervalMs', options.heartbeatIntervalMs ?? defaults.DEFAULT_HEARTBEAT_INTERVAL_MS, 10),
   });
+}
+
+function metricsOption(value: unknown): { registry: unknown } | null {
+  if (value === undefined || value === false) return null;
+  if (value === true) return { registry: null };
+  const registry = (value as { registry?: unknown } | null)?.registry;
+  if (value === null || typeof value !== 'object' || (registry !== undefined && typeof (registry as { registerMetric?: unknown })?.registerMetric !== 'function')) {
+    throw new JobQueueConfigError('metrics must be true, false or { registry } with a prom-client Registry.');
+  }
+  return { registry: registry ?? null };
 }
 
 function runWorkerOption(value: unknown): boolean | 'manual' {

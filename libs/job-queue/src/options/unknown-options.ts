@@ -21,6 +21,7 @@ const KNOWN: Record<keyof JobQueueOptions, true> = {
   synchronousClaims: true,
   maintenanceIntervalMs: true,
   heartbeatIntervalMs: true,
+  metrics: true,
   retention: true,
 };
 const KNOWN_RETRY: Record<keyof RetryOptions, true> = { maxAttempts: true, baseDelayMs: true, maxDelayMs: true };

@@ -4,6 +4,8 @@ import {
   Injectable,
   Logger,
   type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+  Optional,
   type OnModuleDestroy,
 } from '@nestjs/common';
 import { JobQueueConnection } from '../connection/job-queue.connection.js';
@@ -12,7 +14,9 @@ import { createEngine, type Engine } from '../engine/create-engine.js';
 import { PeriodicTask } from '../base/periodic-task.js';
 import { JobQueueEvents } from '../events/job-queue.events.js';
 import { JobQueueConfigError } from '../errors/job-queue-config.error.js';
-import { JOB_QUEUE_OPTIONS, JOB_STORE } from '../base/job-queue.constants.js';
+import { JOB_INSTRUMENTS, JOB_QUEUE_OPTIONS, JOB_STORE } from '../base/job-queue.constants.js';
+import type { JobInstruments } from '../base/job-instruments.js';
+import type { OutcomeTally } from '../base/outcome-tally.js';
 import { LeaseReaper } from '../maintenance/lease-reaper.js';
 import { MaintenanceLeader } from '../maintenance/maintenance-leader.js';
 import { PauseWatcher } from '../maintenance/pause-watcher.js';
@@ -41,7 +45,7 @@ export interface WorkerStatus {
  * HTTP server still answers and before the DataSource closes.
  */
 @Injectable()
-export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDestroy, BeforeApplicationShutdown {
+export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDestroy, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger('JobQueue');
   private engine: Engine | null = null;
   private maintenanceTask: PeriodicTask | null = null;
@@ -62,7 +66,15 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
     private readonly events: JobQueueEvents,
     private readonly producer: JobProducer,
     private readonly hub: JobNotificationHub,
-  ) {}
+    @Optional() @Inject(JOB_INSTRUMENTS) private readonly instruments: JobInstruments | null = null,
+  ) {
+    instruments?.watchInFlight?.(() => this.inFlightByType());
+  }
+
+  /** Last of all: the metrics' series leave the app's registry. */
+  onApplicationShutdown(): void {
+    this.instruments?.release?.();
+  }
 
   async onApplicationBootstrap(): Promise<void> {
     // A manual (testing) process claims nothing on its own; its drains need the types registered.
@@ -70,7 +82,12 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
     if (!this.options.runWorker || this.shuttingDown) return;
     const { options, store, events, logger, registry } = this;
     // A pool too small for transactional handlers is a boot error; it closes the module's DataSource.
-    const tally = new ThroughputTally();
+    const throughput = new ThroughputTally();
+    const instruments = this.instruments;
+    // Outcomes feed the throughput rollup, and the metrics' counters when they are on.
+    const tally: OutcomeTally = instruments
+      ? { count: (type, outcome) => (throughput.count(type, outcome), instruments.count(type, outcome)) }
+      : throughput;
     const engine = await this.connection.closedIfFails(() =>
       createEngine({
         options,
@@ -81,6 +98,7 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
         enqueue: (type, payload, enqueueOptions) => this.producer.enqueue(type, payload, enqueueOptions),
         poolSize: () => poolSizeOf(this.connection.dataSource),
         tally,
+        instruments,
       }),
     );
     this.engine = engine;
@@ -114,7 +132,7 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
       logger,
     );
     const self = { id: options.workerId, types: registry.types(), concurrency: options.concurrency, status: () => this.status() };
-    const heartbeat = new WorkerHeartbeat(store, tally, self, options.heartbeatIntervalMs, logger);
+    const heartbeat = new WorkerHeartbeat(store, throughput, self, options.heartbeatIntervalMs, logger);
     this.heartbeat = heartbeat;
     this.watchTasks = [
       new PeriodicTask('Heartbeat', options.heartbeatIntervalMs, () => heartbeat.runOnce(), logger),
@@ -170,6 +188,16 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
     const run = this.manualRun.then(() => manual.run(types));
     this.manualRun = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * Attempts this process runs now, for every type it works (0 when idle), so metrics show which
+   * types have a live worker; empty in a process without one.
+   */
+  inFlightByType(): ReadonlyMap<string, number> {
+    if (!this.engine) return new Map();
+    const running = this.engine.runningByType();
+    return new Map(this.registry.types().map((type) => [type, running.get(type) ?? 0]));
   }
 
   /** Aborts a job this process runs (after an admin cancel). */

@@ -66,6 +66,11 @@ export class AdminQueries {
     return { depth: rows[0].depth, deadLastHour: rows[0].dead_last_hour };
   }
 
+  async oldestWaiting(): Promise<Map<string, number>> {
+    const { rows } = await this.executor.query<{ type: string; age_seconds: number }>(this.sql.oldestWaiting);
+    return new Map(rows.map((row) => [row.type, row.age_seconds]));
+  }
+
   async countDue(types: readonly string[]): Promise<number> {
     return (await this.executor.query<{ due: number }>(this.sql.countDue, [types])).rows[0].due;
   }

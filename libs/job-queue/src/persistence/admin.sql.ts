@@ -64,6 +64,14 @@ export function adminSql({ jobs, channel }: JobTables) {
              (SELECT count(*) FROM ${jobs} WHERE status = 'dead' AND dead_at > now() - interval '1 hour')::int AS dead_last_hour,
              (pg_is_in_recovery() OR current_setting('transaction_read_only')::bool) AS read_only`,
 
+    /**
+     * Read-only, for metrics: per type, how long the oldest due waiting job has waited (seconds).
+     * It reads the waiting jobs' partial claim index only, never the finished ones.
+     */
+    oldestWaiting: `
+      SELECT type, extract(epoch FROM now() - min(run_at))::float8 AS age_seconds
+      FROM ${jobs} WHERE status IN ${WAITING_SQL} AND run_at <= now() GROUP BY type`,
+
     /** Read-only: waiting jobs of the types that are due now (a tester's drain asks whether any is left). */
     countDue: `SELECT count(*)::int AS due FROM ${jobs} WHERE status IN ${WAITING_SQL} AND run_at <= now() AND type = ANY($1::text[])`,
 

@@ -165,7 +165,7 @@ export class ClaimQuery {
      */
     const claimedInOrder = (type: string, commit: string) => `
       SELECT id::text AS id, ${type} AS type, payload, attempts + prefetched::int AS attempt, max_attempts AS "maxAttempts",
-             idempotency_key AS "idempotencyKey", prefetched, lease_expiries
+             idempotency_key AS "idempotencyKey", prefetched, lease_expiries, (extract(epoch FROM run_at) * 1000)::float8 AS due_at
       FROM claimed ${commit}
       ORDER BY priority DESC, run_at, claimed.id`;
     const oneTypeClaimedInOrder = claimedInOrder('NULL::text', commitMode);
@@ -211,7 +211,7 @@ export class ClaimQuery {
       )}
       (${oneTypeClaimedInOrder})
       UNION ALL
-      SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM guard WHERE NOT small`;
+      SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM guard WHERE NOT small`;
     };
 
     this.flowText = `

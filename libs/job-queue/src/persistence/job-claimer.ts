@@ -111,6 +111,7 @@ function claimedJobs(rows: unknown[][], leaseToken: string, request: ClaimReques
       leaseToken,
       prefetched: row[6] as boolean,
       leaseExpiries: row[7] as number,
+      dueAt: row[8] as number,
     };
   }
   return jobs;

@@ -78,6 +78,8 @@ export interface ClaimedJob {
   prefetched?: boolean;
   /** How often the job's lease expired before (its worker lost): a prefetched one is charged before it runs. */
   leaseExpiries?: number;
+  /** When it came due (run_at, ms since the epoch by the database's clock): metrics time its wait. */
+  dueAt?: number;
 }
 
 /** The proof of ownership every post-claim write must present. */
@@ -340,6 +342,8 @@ export interface JobStore {
   markScheduleSlots(slots: ReadonlyArray<{ name: string; slot: Date }>): Promise<void>;
   /** The latest slot each decorator schedule's type enqueued, while its job's row exists. */
   lastCronSlots(types: readonly string[]): Promise<Map<string, Date>>;
+  /** Per type, the age in seconds of the oldest due waiting job (metrics). */
+  oldestWaiting(): Promise<Map<string, number>>;
   /** Waiting jobs of the types that are due now. */
   countDue(types: readonly string[]): Promise<number>;
   /** Every dead job (of the type) back to pending, in batches; resolves to how many. */

@@ -243,6 +243,10 @@ export class PostgresJobStore implements JobStore {
     return this.admin.queueSnapshot(countUpTo);
   }
 
+  oldestWaiting(): Promise<Map<string, number>> {
+    return this.admin.oldestWaiting();
+  }
+
   countDue(types: readonly string[]): Promise<number> {
     return this.admin.countDue(types);
   }

@@ -1,9 +1,10 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
 import { InvalidJobError } from '../errors/invalid-job.error.js';
 import { QueueSaturatedError } from '../errors/queue-saturated.error.js';
-import { JOB_QUEUE_OPTIONS, JOB_STORE } from '../base/job-queue.constants.js';
+import { JOB_INSTRUMENTS, JOB_QUEUE_OPTIONS, JOB_STORE } from '../base/job-queue.constants.js';
+import type { JobInstruments } from '../base/job-instruments.js';
 import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
 import type { JobStore, NewJob } from '../persistence/job.store.js';
 import { JobNotificationHub } from '../notifications/job-notification.hub.js';
@@ -22,6 +23,7 @@ export class JobProducer {
     private readonly registry: JobHandlerRegistry,
     private readonly backpressure: Backpressure,
     hub: JobNotificationHub,
+    @Optional() @Inject(JOB_INSTRUMENTS) private readonly instruments: JobInstruments | null = null,
   ) {
     this.waiter = new JobCompletionWaiter(store, hub, options.retention.completedMs === 0);
   }
@@ -115,6 +117,7 @@ export class JobProducer {
     // Places were reserved for the admitted jobs only: release those that were not inserted after all.
     const reserved = admitted === jobs ? null : new Set(admitted);
     settle(jobs.filter((job, i) => results[i].deduplicated && (reserved === null || reserved.has(job))).map((job) => job.type));
+    if (this.instruments) for (let i = 0; i < jobs.length; i++) if (!results[i].deduplicated) this.instruments.enqueued(jobs[i].type, 1);
     return results;
   }
 
