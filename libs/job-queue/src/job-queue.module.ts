@@ -7,7 +7,8 @@ import { JobHandlerExplorer } from './discovery/job-handler.explorer.js';
 import { JobHandlerRegistry } from './discovery/job-handler.registry.js';
 import { JobQueueEvents } from './events/job-queue.events.js';
 import { JobQueueHealthIndicator } from './health/job-queue.health.js';
-import { JOB_INSTRUMENTS, JOB_QUEUE_OPTIONS, JOB_STORE } from './base/job-queue.constants.js';
+import { JOB_INSTRUMENTS, JOB_QUEUE_OPTIONS, JOB_STORE, JOB_TRACING } from './base/job-queue.constants.js';
+import { OpenTelemetryTracing } from './tracing/open-telemetry-tracing.js';
 import { JobQueueMetrics } from './metrics/job-queue.metrics.js';
 import type { JobStore } from './persistence/job.store.js';
 import { JOB_QUEUE_MODULE_OPTIONS, JobQueueConfigurableModule } from './job-queue.module-definition.js';
@@ -58,6 +59,11 @@ import { JobQueueTester } from './testing/job-queue.tester.js';
       useFactory: (options: ResolvedJobQueueOptions, store: JobStore, backpressure: Backpressure) =>
         options.metrics ? JobQueueMetrics.create(options.metrics.registry, store, backpressure, options.depthRefreshMs) : null,
       inject: [JOB_QUEUE_OPTIONS, JOB_STORE, Backpressure],
+    },
+    {
+      provide: JOB_TRACING,
+      useFactory: (options: ResolvedJobQueueOptions) => (options.tracing ? OpenTelemetryTracing.load() : null),
+      inject: [JOB_QUEUE_OPTIONS],
     },
     HealthIndicatorService,
     JobHandlerRegistry,

@@ -1,4 +1,5 @@
 import type { JobInstruments } from '../base/job-instruments.js';
+import type { JobTracing } from '../base/job-tracing.js';
 import type { EngineLogger } from '../base/logger.js';
 import { monotonicNow } from '../base/monotonic-clock.js';
 import type { RegisteredHandler } from '../base/registered-handler.js';
@@ -29,6 +30,8 @@ export interface AttemptServices {
   readonly owner: AttemptOwner;
   /** Metrics, when on: each handler's duration, outcome and wait. */
   readonly instruments?: JobInstruments | null;
+  /** Tracing, when the app has OpenTelemetry: each attempt in a span continuing its job's trace. */
+  readonly tracing?: JobTracing | null;
 }
 
 /**
@@ -132,7 +135,10 @@ export class Attempt extends AttemptControl implements HeldLease, PendingComplet
           this.services.recorder.startConfirmation(this);
         }
         if (this.services.instruments) this.handlerStartedAt = monotonicNow();
-        outcome = this.services.runner.run(this.job, this.handler, this);
+        const tracing = this.services.tracing;
+        outcome = tracing
+          ? tracing.traceAttempt(this.job, () => this.services.runner.run(this.job, this.handler, this), failureOf)
+          : this.services.runner.run(this.job, this.handler, this);
       }
     } catch (error) {
       this.internalError(error);
@@ -235,4 +241,9 @@ export class Attempt extends AttemptControl implements HeldLease, PendingComplet
     this.services.logger.error(`Internal error while running job ${this.job.id} (${this.job.type}): ${(error as Error)?.stack ?? error}`);
     this.services.owner.attemptFinished(this);
   }
+}
+
+/** A failed attempt's error, for its span; null when it did not fail. */
+function failureOf(outcome: AttemptOutcome): string | null {
+  return outcome.kind === 'failed' ? outcome.error : null;
 }

@@ -1,5 +1,6 @@
 import type { EngineLogger } from '../base/logger.js';
 import type { JobInstruments } from '../base/job-instruments.js';
+import type { JobTracing } from '../base/job-tracing.js';
 import type { OutcomeTally } from '../base/outcome-tally.js';
 import { PeriodicTask } from '../base/periodic-task.js';
 import type { HandlerLookup, RegisteredHandler } from '../base/registered-handler.js';
@@ -34,6 +35,8 @@ export interface EngineDependencies {
   readonly runSchedules?: boolean;
   /** Metrics, when on: handler durations and waits. */
   readonly instruments?: JobInstruments | null;
+  /** Tracing, when the app has OpenTelemetry. */
+  readonly tracing?: JobTracing | null;
 }
 
 export interface EngineStatus {
@@ -87,11 +90,11 @@ export interface EngineSettings {
  * Builds the engine from resolved options. Throws JobQueueConfigError when the pool cannot serve
  * the transactional handlers.
  */
-export function createEngine({ options, store, handlers, events, logger, enqueue, poolSize, tally, runSchedules = true, instruments = null }: EngineDependencies): Engine {
+export function createEngine({ options, store, handlers, events, logger, enqueue, poolSize, tally, runSchedules = true, instruments = null, tracing = null }: EngineDependencies): Engine {
   const settings = engineSettings(options, handlers.all(), poolSize, logger);
   const recorder = new OutcomeRecorder(store, new CompletionBatcher(store), new RetryPolicy(), events, logger, options.workerId, options.leaseMs);
   const runner = new JobRunner(store, new EffectLedger(store, logger), enqueue, { store, logger, workerId: options.workerId });
-  const worker = new Worker(settings.worker, store, handlers, runner, recorder, logger, undefined, instruments);
+  const worker = new Worker(settings.worker, store, handlers, runner, recorder, logger, undefined, instruments, tracing);
   recorder.onRetryScheduled((delayMs) => worker.wakeIn(delayMs));
   if (tally) recorder.tallyInto(tally);
   const keeper = new LeaseKeeper(store, options.leaseMs, worker, logger);

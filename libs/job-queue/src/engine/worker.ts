@@ -1,4 +1,5 @@
 import type { JobInstruments } from '../base/job-instruments.js';
+import type { JobTracing } from '../base/job-tracing.js';
 import type { EngineLogger } from '../base/logger.js';
 import { monotonicNow } from '../base/monotonic-clock.js';
 import type { HandlerLookup } from '../base/registered-handler.js';
@@ -78,10 +79,12 @@ export class Worker implements LeaseHolder, AttemptOwner, AttemptStarter {
     private readonly now: () => number = monotonicNow,
     /** Metrics, when on. */
     instruments: JobInstruments | null = null,
+    /** Tracing, when the app has OpenTelemetry. */
+    tracing: JobTracing | null = null,
   ) {
     this.sizer = new PrefetchSizer(settings.prefetch, handlers.all(), now);
     this.slots = new SlotLedger(settings.concurrency, settings.transactionalCapacity);
-    this.buffer = new ClaimBuffer(store, handlers, { runner, recorder, store, logger, owner: this, instruments }, logger, this.paused);
+    this.buffer = new ClaimBuffer(store, handlers, { runner, recorder, store, logger, owner: this, instruments, tracing }, logger, this.paused);
     this.dueWakes = new DueWakeTimer(() => {
       if (this.state === 'running') this.nudge();
     });

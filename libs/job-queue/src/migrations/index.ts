@@ -11,6 +11,7 @@ import { createJobsVacuumUnthrottledMigration } from './1764925200000-jobs-vacuu
 import { createAttemptsChargedAtStartMigration } from './1765008000000-attempts-charged-at-start.js';
 import { createOperatorsViewMigration } from './1765094400000-operators-view.js';
 import { createRuntimeSchedulesMigration } from './1765267200000-runtime-schedules.js';
+import { createTraceContextMigration } from './1765353600000-trace-context.js';
 
 /** The library's migrations, in order, for the given schema. */
 export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array<new () => MigrationInterface> {
@@ -26,6 +27,7 @@ export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array
     createAttemptsChargedAtStartMigration(schema),
     createOperatorsViewMigration(schema),
     createRuntimeSchedulesMigration(schema),
+    createTraceContextMigration(schema),
   ];
 }
 

@@ -79,6 +79,11 @@ export interface JobQueueOptions {
    */
   metrics?: boolean | { registry?: unknown };
   /**
+   * OpenTelemetry spans for enqueues and attempts, the trace context kept with each job, when the
+   * app has `@opentelemetry/api` (see docs/operations/tracing.md). @default true
+   */
+  tracing?: boolean;
+  /**
    * How often a worker process writes its heartbeat (JobQueueAdmin.workers()) and its outcome
    * tally (throughput()); a worker that misses three drops off the list. @default 5000
    */
@@ -130,5 +135,6 @@ export interface ResolvedJobQueueOptions {
   readonly heartbeatIntervalMs: number;
   /** Metrics on: the registry given, or null for prom-client's global one. Off: null. */
   readonly metrics: { readonly registry: unknown } | null;
+  readonly tracing: boolean;
   readonly retention: Readonly<Required<RetentionOptions>>;
 }

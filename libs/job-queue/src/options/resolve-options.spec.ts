@@ -52,6 +52,7 @@ describe('resolveJobQueueOptions', () => {
       heartbeatIntervalMs: defaults.DEFAULT_HEARTBEAT_INTERVAL_MS,
       manualWorker: false,
       metrics: null,
+      tracing: true,
       prefetch: defaults.DEFAULT_PREFETCH,
       retention: { completedMs: defaults.DEFAULT_RETENTION_COMPLETED_MS, deadMs: defaults.DEFAULT_RETENTION_DEAD_MS },
     });

@@ -82,6 +82,7 @@ export function resolveJobQueueOptions(options: JobQueueOptions): ResolvedJobQue
       10,
     ),
     metrics: metricsOption(options.metrics),
+    tracing: boolOption('tracing', options.tracing, true),
     heartbeatIntervalMs: positiveInteger('heartbeatIntervalMs', options.heartbeatIntervalMs ?? defaults.DEFAULT_HEARTBEAT_INTERVAL_MS, 10),
   });
 }

@@ -22,6 +22,7 @@ const KNOWN: Record<keyof JobQueueOptions, true> = {
   maintenanceIntervalMs: true,
   heartbeatIntervalMs: true,
   metrics: true,
+  tracing: true,
   retention: true,
 };
 const KNOWN_RETRY: Record<keyof RetryOptions, true> = { maxAttempts: true, baseDelayMs: true, maxDelayMs: true };

@@ -14,7 +14,8 @@ import { createEngine, type Engine } from '../engine/create-engine.js';
 import { PeriodicTask } from '../base/periodic-task.js';
 import { JobQueueEvents } from '../events/job-queue.events.js';
 import { JobQueueConfigError } from '../errors/job-queue-config.error.js';
-import { JOB_INSTRUMENTS, JOB_QUEUE_OPTIONS, JOB_STORE } from '../base/job-queue.constants.js';
+import { JOB_INSTRUMENTS, JOB_QUEUE_OPTIONS, JOB_STORE, JOB_TRACING } from '../base/job-queue.constants.js';
+import type { JobTracing } from '../base/job-tracing.js';
 import type { JobInstruments } from '../base/job-instruments.js';
 import type { OutcomeTally } from '../base/outcome-tally.js';
 import { LeaseReaper } from '../maintenance/lease-reaper.js';
@@ -67,6 +68,7 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
     private readonly producer: JobProducer,
     private readonly hub: JobNotificationHub,
     @Optional() @Inject(JOB_INSTRUMENTS) private readonly instruments: JobInstruments | null = null,
+    @Optional() @Inject(JOB_TRACING) private readonly tracing: JobTracing | null = null,
   ) {
     instruments?.watchInFlight?.(() => this.inFlightByType());
   }
@@ -99,6 +101,7 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
         poolSize: () => poolSizeOf(this.connection.dataSource),
         tally,
         instruments,
+        tracing: this.tracing,
       }),
     );
     this.engine = engine;
@@ -179,6 +182,8 @@ export class JobQueueOrchestrator implements OnApplicationBootstrap, OnModuleDes
         logger,
         enqueue: (type, payload, enqueueOptions) => this.producer.enqueue(type, payload, enqueueOptions),
         poolSize: () => poolSizeOf(this.connection.dataSource),
+        instruments: this.instruments,
+        tracing: this.tracing,
       },
       registry,
       store,

@@ -137,7 +137,8 @@ export class ClaimQuery {
             lease_token = ${token}::uuid, lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
             retry_after = NULL
         ${from}
-        RETURNING j.id, j.type, j.payload, j.attempts, j.max_attempts, j.idempotency_key, j.priority, j.run_at, j.prefetched, j.lease_expiries`;
+        RETURNING j.id, j.type, j.payload, j.attempts, j.max_attempts, j.idempotency_key, j.priority, j.run_at, j.prefetched, j.lease_expiries,
+                  j.trace_context`;
     /**
      * Both parts of a claim: the first `startNow` picked jobs charged, the others prefetched. The
      * two updates take disjoint rows (no row is updated twice in one statement).
@@ -165,7 +166,8 @@ export class ClaimQuery {
      */
     const claimedInOrder = (type: string, commit: string) => `
       SELECT id::text AS id, ${type} AS type, payload, attempts + prefetched::int AS attempt, max_attempts AS "maxAttempts",
-             idempotency_key AS "idempotencyKey", prefetched, lease_expiries, (extract(epoch FROM run_at) * 1000)::float8 AS due_at
+             idempotency_key AS "idempotencyKey", prefetched, lease_expiries, (extract(epoch FROM run_at) * 1000)::float8 AS due_at,
+             trace_context
       FROM claimed ${commit}
       ORDER BY priority DESC, run_at, claimed.id`;
     const oneTypeClaimedInOrder = claimedInOrder('NULL::text', commitMode);
@@ -211,7 +213,7 @@ export class ClaimQuery {
       )}
       (${oneTypeClaimedInOrder})
       UNION ALL
-      SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM guard WHERE NOT small`;
+      SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM guard WHERE NOT small`;
     };
 
     this.flowText = `

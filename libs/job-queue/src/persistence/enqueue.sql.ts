@@ -13,14 +13,15 @@ export function enqueueSql({ schema, jobs, channel }: JobTables) {
     enqueue: `
       WITH input AS MATERIALIZED (
         SELECT nextval('"${schema}".jobs_id_seq') AS id, i.*
-        FROM unnest($1::text[], $2::jsonb[], $3::int[], $4::int[], $5::timestamptz[], $6::float8[], $7::text[], $8::bool[], $9::bool[], $10::text[])
+        FROM unnest($1::text[], $2::jsonb[], $3::int[], $4::int[], $5::timestamptz[], $6::float8[], $7::text[], $8::bool[], $9::bool[], $10::text[],
+                    $11::text[])
              WITH ORDINALITY AS i(type, payload, priority, max_attempts, run_at, delay_ms, idempotency_key, max_attempts_from_job,
-                                  notify_on_finish, ordering_key, ord)
+                                  notify_on_finish, ordering_key, trace_context, ord)
       ), inserted AS (
         INSERT INTO ${jobs} (id, type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key,
-                             run_at, idempotency_key)
+                             run_at, idempotency_key, trace_context)
         SELECT id, type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key,
-               COALESCE(run_at, now() + delay_ms * interval '1 millisecond'), idempotency_key
+               COALESCE(run_at, now() + delay_ms * interval '1 millisecond'), idempotency_key, trace_context
         FROM input ORDER BY type, idempotency_key, ord
         ON CONFLICT (type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING id
@@ -32,17 +33,17 @@ export function enqueueSql({ schema, jobs, channel }: JobTables) {
      * Inserts a batch without idempotency keys in one round trip: nothing can conflict, so it is a
      * plain INSERT. The batch is one JSON array ($1: t type, p payload, m max attempts, and only
      * when not the default: pr priority, mj max attempts from the job, n notify on finish,
-     * o ordering key, r run at, d delay ms), so payloads travel as they are, with no array-literal
+     * o ordering key, r run at, d delay ms, tc trace context), so payloads travel as they are, with no array-literal
      * escaping. Rows go in in input order and take their ids from the sequence as they do, so
      * the ids, sorted, map back to the inputs in order; they come back as one comma-separated
      * string, not a row each.
      */
     enqueuePlain: `
       WITH inserted AS (
-        INSERT INTO ${jobs} (type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key, run_at)
+        INSERT INTO ${jobs} (type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key, run_at, trace_context)
         SELECT e->>'t', e->'p', COALESCE((e->>'pr')::int, 0), (e->>'m')::int, COALESCE((e->>'mj')::bool, false),
                COALESCE((e->>'n')::bool, false), e->>'o',
-               COALESCE((e->>'r')::timestamptz, now() + COALESCE((e->>'d')::float8, 0) * interval '1 millisecond')
+               COALESCE((e->>'r')::timestamptz, now() + COALESCE((e->>'d')::float8, 0) * interval '1 millisecond'), e->>'tc'
         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS i(e, ord)
         ORDER BY ord
         RETURNING id
@@ -54,9 +55,9 @@ export function enqueueSql({ schema, jobs, channel }: JobTables) {
      * nothing can conflict with. The run time is the given one, else now plus the delay.
      */
     enqueueOne: `
-      INSERT INTO ${jobs} (type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key, run_at)
+      INSERT INTO ${jobs} (type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key, run_at, trace_context)
       VALUES ($1::text, $2::jsonb, $3::int, $4::int, $5::bool, $6::bool, $7::text,
-              COALESCE($8::timestamptz, now() + $9::float8 * interval '1 millisecond'))
+              COALESCE($8::timestamptz, now() + $9::float8 * interval '1 millisecond'), $10::text)
       RETURNING id::text AS id`,
 
     /**
@@ -67,9 +68,9 @@ export function enqueueSql({ schema, jobs, channel }: JobTables) {
      */
     enqueueUniform: `
       WITH inserted AS (
-        INSERT INTO ${jobs} (type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key, run_at)
+        INSERT INTO ${jobs} (type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key, run_at, trace_context)
         SELECT $2::text, e, $3::int, $4::int, $5::bool, $6::bool, $7::text,
-               COALESCE($8::timestamptz, now() + $9::float8 * interval '1 millisecond')
+               COALESCE($8::timestamptz, now() + $9::float8 * interval '1 millisecond'), $10::text
         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS i(e, ord)
         ORDER BY ord
         RETURNING id

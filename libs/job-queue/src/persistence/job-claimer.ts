@@ -112,6 +112,7 @@ function claimedJobs(rows: unknown[][], leaseToken: string, request: ClaimReques
       prefetched: row[6] as boolean,
       leaseExpiries: row[7] as number,
       dueAt: row[8] as number,
+      traceContext: row[9] as string | null,
     };
   }
   return jobs;

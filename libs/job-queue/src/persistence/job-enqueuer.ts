@@ -61,6 +61,7 @@ export class JobEnqueuer {
         batch.map((j) => j.maxAttemptsFromJob),
         batch.map((j) => j.notifyOnFinish),
         batch.map((j) => j.orderingKey),
+        batch.map((j) => j.traceContext ?? null),
       ], named ? this.named('enqueue') : undefined);
       const conflicts: typeof remaining = [];
       for (const row of rows) {
@@ -146,7 +147,7 @@ function keyOf(type: string, key: string): string {
   return `${type}\u0000${key}`;
 }
 
-/** Columns after type and payload, in enqueueOne's and enqueueUniform's parameter order ($3–$9). */
+/** Columns after type and payload, in enqueueOne's and enqueueUniform's parameter order ($3–$10). */
 function sharedColumns(job: NewJob): unknown[] {
   return [
     job.priority,
@@ -156,6 +157,7 @@ function sharedColumns(job: NewJob): unknown[] {
     job.orderingKey,
     job.runAt,
     job.runAt ? 0 : job.delayMs,
+    job.traceContext ?? null,
   ];
 }
 
@@ -169,7 +171,8 @@ function sameColumns(a: NewJob, b: NewJob): boolean {
     a.notifyOnFinish === b.notifyOnFinish &&
     a.orderingKey === b.orderingKey &&
     (a.runAt?.getTime() ?? null) === (b.runAt?.getTime() ?? null) &&
-    (a.runAt ? 0 : a.delayMs) === (b.runAt ? 0 : b.delayMs)
+    (a.runAt ? 0 : a.delayMs) === (b.runAt ? 0 : b.delayMs) &&
+    (a.traceContext ?? null) === (b.traceContext ?? null)
   );
 }
 
@@ -182,5 +185,6 @@ function plainJobJson(job: NewJob): string {
   if (job.orderingKey !== null) json += `,"o":${JSON.stringify(job.orderingKey)}`;
   if (job.runAt) json += `,"r":"${job.runAt.toISOString()}"`;
   else if (job.delayMs) json += `,"d":${job.delayMs}`;
+  if (job.traceContext) json += `,"tc":${JSON.stringify(job.traceContext)}`;
   return `${json}}`;
 }

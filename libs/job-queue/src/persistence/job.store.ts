@@ -20,6 +20,8 @@ export interface NewJob {
   idempotencyKey: string | null;
   /** Jobs sharing a key run one at a time, in enqueue order. */
   orderingKey: string | null;
+  /** The enqueuing span's trace context (JSON of the propagation carrier), when traced. */
+  traceContext?: string | null;
 }
 
 export interface EnqueuedJob {
@@ -80,6 +82,8 @@ export interface ClaimedJob {
   leaseExpiries?: number;
   /** When it came due (run_at, ms since the epoch by the database's clock): metrics time its wait. */
   dueAt?: number;
+  /** The trace context stored at enqueue, which its attempts continue. */
+  traceContext?: string | null;
 }
 
 /** The proof of ownership every post-claim write must present. */

@@ -3,7 +3,8 @@ import type { EntityManager } from 'typeorm';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
 import { InvalidJobError } from '../errors/invalid-job.error.js';
 import { QueueSaturatedError } from '../errors/queue-saturated.error.js';
-import { JOB_INSTRUMENTS, JOB_QUEUE_OPTIONS, JOB_STORE } from '../base/job-queue.constants.js';
+import { JOB_INSTRUMENTS, JOB_QUEUE_OPTIONS, JOB_STORE, JOB_TRACING } from '../base/job-queue.constants.js';
+import type { JobTracing } from '../base/job-tracing.js';
 import type { JobInstruments } from '../base/job-instruments.js';
 import type { ResolvedJobQueueOptions } from '../options/job-queue-options.js';
 import type { JobStore, NewJob } from '../persistence/job.store.js';
@@ -24,6 +25,7 @@ export class JobProducer {
     private readonly backpressure: Backpressure,
     hub: JobNotificationHub,
     @Optional() @Inject(JOB_INSTRUMENTS) private readonly instruments: JobInstruments | null = null,
+    @Optional() @Inject(JOB_TRACING) private readonly tracing: JobTracing | null = null,
   ) {
     this.waiter = new JobCompletionWaiter(store, hub, options.retention.completedMs === 0);
   }
@@ -109,7 +111,16 @@ export class JobProducer {
     }
     let results: EnqueueResult[];
     try {
-      results = await this.store.enqueue(jobs, manager);
+      results = this.tracing
+        ? await this.tracing.traceEnqueue(
+            jobs.map((job) => job.type),
+            (contexts) => {
+              contexts.forEach((traceContext, i) => (jobs[i].traceContext = traceContext));
+              return this.store.enqueue(jobs, manager);
+            },
+            (inserted) => inserted.map((result) => result.id),
+          )
+        : await this.store.enqueue(jobs, manager);
     } catch (error) {
       settle(admitted.map((job) => job.type));
       throw error;
