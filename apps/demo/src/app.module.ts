@@ -1,9 +1,10 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { TerminusModule } from '@nestjs/terminus';
-import { JobQueueErrorFilter, JobQueueModule } from '../../../src/index.js';
+import { JobQueueDashboardModule, JobQueueErrorFilter, JobQueueModule } from '../../../src/index.js';
 import type { LocalPostgres } from '../../../tools/local-postgres.js';
 import { DEMO_DATABASE, DemoDatabaseModule } from './demo-database.module.js';
+import { DemoDashboardGuard } from './demo-dashboard.guard.js';
 import type { DemoConfig } from './demo-config.js';
 import { HealthController } from './health.controller.js';
 import { JobsController } from './jobs.controller.js';
@@ -31,6 +32,8 @@ export class AppModule {
             metrics: true,
           }),
         }),
+        // The dashboard at /queue: open http://localhost:3000/queue?token=demo (DASHBOARD_TOKEN).
+        JobQueueDashboardModule.forRoot({ guards: [DemoDashboardGuard] }),
       ],
       controllers: [SignupsController, JobsController, HealthController, MetricsController],
       providers: [WelcomeMailer, QueueEventsLogger, { provide: APP_FILTER, useClass: JobQueueErrorFilter }],

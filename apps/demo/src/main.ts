@@ -33,7 +33,8 @@ async function bootstrap(): Promise<void> {
   const role = config.runWorker ? 'producer and worker' : 'producer only (DEMO_RUN_WORKER=false)';
   logger.log(`Listening on ${base}: ${role}.`);
   logger.log(`Try: curl -s -X POST ${base}/signups -H 'content-type: application/json' -d '{"email":"ada@example.com"}'`);
-  logger.log(`Then: curl -s ${base}/jobs/1 (also /stats, /dead, /health/live, /health/ready).`);
+  logger.log(`Then: curl -s ${base}/jobs/1 (also /stats, /dead, /health/live, /health/ready, /metrics).`);
+  logger.log(`Dashboard: ${base}/queue?token=${process.env.DASHBOARD_TOKEN ?? 'demo'}`);
   logger.log(`Stop with Ctrl-C, or kill ${process.pid} (SIGTERM) to watch jobs in flight drain first.`);
 }
 

@@ -30,3 +30,5 @@ export { JOB_QUEUE_ENTITIES } from './persistence/entities.js';
 export { JOB_QUEUE_MIGRATIONS, createJobQueueMigrations } from './migrations/index.js';
 export * from './errors/index.js';
 export { JobQueueErrorFilter } from './http/job-queue-error.filter.js';
+export { JobQueueDashboardModule } from './dashboard/job-queue-dashboard.module.js';
+export type { DashboardAction, JobQueueDashboardOptions } from './dashboard/dashboard-options.js';

@@ -133,6 +133,11 @@ export class JobQueueAdmin {
     return this.store.pausedTypes();
   }
 
+  /** Per type, how long the oldest due waiting job has waited, in seconds (types with none left out). */
+  async oldestWaiting(): Promise<Record<string, number>> {
+    return Object.fromEntries(await this.store.oldestWaiting());
+  }
+
   /** One entry per live worker process (its heartbeat not expired). */
   workers(): Promise<WorkerRecord[]> {
     return this.store.workers();
