@@ -3,6 +3,16 @@ import type { EntityManager } from 'typeorm';
 export interface EnqueueOptions {
   /** Same type and key as an existing row: that row's id is returned, nothing is added. */
   idempotencyKey?: string;
+  /**
+   * With `idempotencyKey`: the key dedupes only this long after the first job with it was
+   * enqueued; a later enqueue with the key makes a new job.
+   */
+  uniqueForMs?: number;
+  /**
+   * While a job of this type and key waits (not started), an enqueue replaces its payload and moves
+   * its start to `delayMs` from now (`debounced: true`); otherwise it enqueues a new job due then.
+   */
+  debounce?: { key: string; delayMs: number };
   /** Run no earlier than this many milliseconds from now (database clock). */
   delayMs?: number;
   /** Run no earlier than this time. */
@@ -29,6 +39,8 @@ export interface EnqueueResult {
   id: string;
   /** true when an earlier job with the same type and idempotency key was returned instead. */
   deduplicated: boolean;
+  /** true when a waiting job of the same debounce key took this payload instead. */
+  debounced?: boolean;
 }
 
 export interface EnqueueManyItem<P = unknown> {

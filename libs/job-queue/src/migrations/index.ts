@@ -12,6 +12,7 @@ import { createAttemptsChargedAtStartMigration } from './1765008000000-attempts-
 import { createOperatorsViewMigration } from './1765094400000-operators-view.js';
 import { createRuntimeSchedulesMigration } from './1765267200000-runtime-schedules.js';
 import { createTraceContextMigration } from './1765353600000-trace-context.js';
+import { createDebounceAndUniqueWindowsMigration } from './1765440000000-debounce-and-unique-windows.js';
 
 /** The library's migrations, in order, for the given schema. */
 export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array<new () => MigrationInterface> {
@@ -28,6 +29,7 @@ export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array
     createOperatorsViewMigration(schema),
     createRuntimeSchedulesMigration(schema),
     createTraceContextMigration(schema),
+    createDebounceAndUniqueWindowsMigration(schema),
   ];
 }
 

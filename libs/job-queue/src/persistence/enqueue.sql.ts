@@ -77,6 +77,38 @@ export function enqueueSql({ schema, jobs, channel }: JobTables) {
       )
       SELECT string_agg(id::text, ',' ORDER BY id) AS ids FROM inserted`,
 
+    /**
+     * One debounced job: a job of the type and key still waiting to start (`pending`) takes the
+     * new payload, priority, attempts and trace context, and its start moves to $8 ms from now;
+     * otherwise (none, or the one there has started: it may not see the new data) a new job is
+     * inserted, due then. Concurrent enqueues of one key meet in the partial unique index
+     * (ON CONFLICT waits for the other transaction): at most one waiting job per key. A claim that
+     * takes the row meanwhile moves it out of the index, so the conflict is gone and a new job is
+     * inserted. `xmax` is set only on a row this statement updated.
+     */
+    enqueueDebounced: `
+      INSERT INTO ${jobs} AS j (type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key, run_at,
+                               trace_context, debounce_key)
+      VALUES ($1::text, $2::jsonb, $3::int, $4::int, $5::bool, $6::bool, $7::text, now() + $8::float8 * interval '1 millisecond',
+              $9::text, $10::text)
+      ON CONFLICT (type, debounce_key) WHERE debounce_key IS NOT NULL AND status = 'pending'
+      DO UPDATE SET payload = EXCLUDED.payload, priority = EXCLUDED.priority, run_at = EXCLUDED.run_at,
+                    max_attempts = EXCLUDED.max_attempts, max_attempts_from_job = EXCLUDED.max_attempts_from_job,
+                    notify_on_finish = j.notify_on_finish OR EXCLUDED.notify_on_finish, trace_context = EXCLUDED.trace_context
+      RETURNING id::text AS id, (xmax <> 0) AS debounced`,
+
+    /**
+     * Frees idempotency keys whose `uniqueForMs` window is over ($1 types, $2 keys, $3 windows in
+     * ms): the row keeps the key in expired_idempotency_key and leaves the unique index, so the
+     * enqueue that follows makes a new job. Two enqueues at once: the row lock orders them; the
+     * second finds the key already moved and changes nothing, and its insert meets the first's
+     * new row in the unique index (one new job).
+     */
+    expireIdempotencyKeys: `
+      UPDATE ${jobs} j SET expired_idempotency_key = j.idempotency_key, idempotency_key = NULL
+      FROM unnest($1::text[], $2::text[], $3::float8[]) AS k(type, key, window_ms)
+      WHERE j.type = k.type AND j.idempotency_key = k.key AND j.created_at <= now() - k.window_ms * interval '1 millisecond'`,
+
     /** Read-only lookup of the rows that won an idempotency conflict (committed, so visible). */
     findByIdempotencyKeys: `
       SELECT j.id::text AS id, j.type, j.idempotency_key

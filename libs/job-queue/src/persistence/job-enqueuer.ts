@@ -45,6 +45,15 @@ export class JobEnqueuer {
   }
 
   private async insert(jobs: readonly NewJob[], executor: SqlExecutor, named: boolean): Promise<EnqueuedJob[]> {
+    if (jobs.some((job) => job.debounceKey)) return this.insertWithDebounced(jobs, executor, named);
+    const windowed = jobs.filter((job) => job.uniqueForMs && job.idempotencyKey !== null);
+    if (windowed.length > 0) {
+      await executor.query(this.sql.expireIdempotencyKeys, [
+        windowed.map((job) => job.type),
+        windowed.map((job) => job.idempotencyKey),
+        windowed.map((job) => job.uniqueForMs),
+      ]);
+    }
     if (jobs.every((job) => job.idempotencyKey === null)) return this.insertPlain(jobs, executor, named);
     const results: EnqueuedJob[] = new Array(jobs.length);
     let remaining = jobs.map((job, index) => ({ job, index }));
@@ -84,6 +93,41 @@ export class JobEnqueuer {
     }
     if (remaining.length > 0) {
       throw new Error(`Enqueue could not settle idempotency keys after ${MAX_ENQUEUE_ROUNDS} rounds of concurrent deletes.`);
+    }
+    return results;
+  }
+
+  /**
+   * A batch with debounced jobs: each of those by its own statement, in input order, the others
+   * together. In the caller's transaction (`manager`) all of it commits or none; on the pool, each
+   * statement commits on its own.
+   */
+  private async insertWithDebounced(jobs: readonly NewJob[], executor: SqlExecutor, named: boolean): Promise<EnqueuedJob[]> {
+    const results: EnqueuedJob[] = new Array(jobs.length);
+    const others: number[] = [];
+    for (let i = 0; i < jobs.length; i++) {
+      const job = jobs[i];
+      if (!job.debounceKey) {
+        others.push(i);
+        continue;
+      }
+      const { rows } = await executor.query<{ id: string; debounced: boolean }>(this.sql.enqueueDebounced, [
+        job.type,
+        job.payloadJson,
+        job.priority,
+        job.maxAttempts,
+        job.maxAttemptsFromJob,
+        job.notifyOnFinish,
+        job.orderingKey,
+        job.delayMs,
+        job.traceContext ?? null,
+        job.debounceKey,
+      ]);
+      results[i] = { id: rows[0].id, deduplicated: false, debounced: rows[0].debounced };
+    }
+    if (others.length > 0) {
+      const inserted = await this.insert(others.map((i) => jobs[i]), executor, named);
+      others.forEach((index, n) => (results[index] = inserted[n]));
     }
     return results;
   }

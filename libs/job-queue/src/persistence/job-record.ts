@@ -33,6 +33,8 @@ export interface JobRecord {
   logs: JobLogLine[];
   idempotencyKey: string | null;
   orderingKey: string | null;
+  /** The debounce key it was enqueued with, or null. */
+  debounceKey: string | null;
   workerId: string | null;
   runAt: Date;
   createdAt: Date;

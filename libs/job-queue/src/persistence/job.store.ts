@@ -22,11 +22,16 @@ export interface NewJob {
   orderingKey: string | null;
   /** The enqueuing span's trace context (JSON of the propagation carrier), when traced. */
   traceContext?: string | null;
+  /** The idempotency key dedupes only this long after its first job was enqueued. */
+  uniqueForMs?: number | null;
+  /** At most one waiting job per (type, debounce key): a later enqueue updates it. */
+  debounceKey?: string | null;
 }
 
 export interface EnqueuedJob {
   id: string;
   deduplicated: boolean;
+  debounced?: boolean;
 }
 
 /** How many jobs of each type this worker can take now. */

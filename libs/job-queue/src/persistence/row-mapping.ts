@@ -17,6 +17,7 @@ export function toJobRecord(row: Record<string, any>): JobRecord {
     logs: row.logs ?? [],
     idempotencyKey: row.idempotency_key,
     orderingKey: row.ordering_key ?? null,
+    debounceKey: row.debounce_key ?? null,
     workerId: row.worker_id,
     runAt: row.run_at,
     createdAt: row.created_at,

@@ -84,6 +84,28 @@ export function validateJob(
   }
   const idempotencyKey = o.idempotencyKey == null ? null : checkedKey(field('idempotencyKey'), o.idempotencyKey);
   const orderingKey = o.orderingKey == null ? null : checkedKey(field('orderingKey'), o.orderingKey);
+  let uniqueForMs: number | null = null;
+  if (o.uniqueForMs !== undefined) {
+    if (typeof o.uniqueForMs !== 'number' || !Number.isInteger(o.uniqueForMs) || o.uniqueForMs < 1 || o.uniqueForMs > MAX_DELAY_MS) {
+      throw new InvalidJobError(field('uniqueForMs'), `must be a positive integer of milliseconds (got ${show(o.uniqueForMs)})`);
+    }
+    if (idempotencyKey === null) throw new InvalidJobError(field('uniqueForMs'), 'needs options.idempotencyKey: it limits how long that key dedupes');
+    uniqueForMs = o.uniqueForMs;
+  }
+  let debounceKey: string | null = null;
+  if (o.debounce !== undefined) {
+    const debounce = o.debounce as { key?: unknown; delayMs?: unknown } | null;
+    if (debounce === null || typeof debounce !== 'object') throw new InvalidJobError(field('debounce'), `must be { key, delayMs } (got ${show(debounce)})`);
+    debounceKey = checkedKey(field('debounce.key'), debounce.key);
+    if (typeof debounce.delayMs !== 'number' || !Number.isFinite(debounce.delayMs) || debounce.delayMs < 0 || debounce.delayMs > MAX_DELAY_MS) {
+      throw new InvalidJobError(field('debounce.delayMs'), `must be a finite number of milliseconds, 0 or more (got ${show(debounce.delayMs)})`);
+    }
+    if (o.delayMs !== undefined || o.runAt !== undefined) {
+      throw new InvalidJobError(field('debounce'), 'sets the start itself (delayMs from the last enqueue): drop options.delayMs and options.runAt');
+    }
+    if (idempotencyKey !== null) throw new InvalidJobError(field('debounce'), 'cannot be combined with options.idempotencyKey; use one or the other');
+    delayMs = debounce.delayMs;
+  }
   if (o.manager !== undefined && (typeof o.manager?.query !== 'function' || !o.manager.connection)) {
     throw new InvalidJobError(field('manager'), 'must be a TypeORM EntityManager (the one your transaction callback receives)');
   }
@@ -98,6 +120,8 @@ export function validateJob(
     delayMs,
     idempotencyKey,
     orderingKey,
+    ...(uniqueForMs !== null ? { uniqueForMs } : {}),
+    ...(debounceKey !== null ? { debounceKey } : {}),
   };
 }
 

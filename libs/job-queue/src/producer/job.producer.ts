@@ -127,8 +127,8 @@ export class JobProducer {
     }
     // Places were reserved for the admitted jobs only: release those that were not inserted after all.
     const reserved = admitted === jobs ? null : new Set(admitted);
-    settle(jobs.filter((job, i) => results[i].deduplicated && (reserved === null || reserved.has(job))).map((job) => job.type));
-    if (this.instruments) for (let i = 0; i < jobs.length; i++) if (!results[i].deduplicated) this.instruments.enqueued(jobs[i].type, 1);
+    settle(jobs.filter((job, i) => (results[i].deduplicated || results[i].debounced) && (reserved === null || reserved.has(job))).map((job) => job.type));
+    if (this.instruments) for (let i = 0; i < jobs.length; i++) if (!results[i].deduplicated && !results[i].debounced) this.instruments.enqueued(jobs[i].type, 1);
     return results;
   }
 
