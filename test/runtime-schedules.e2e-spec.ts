@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { DataSource } from 'typeorm';
 import { InvalidJobError, JobHandler } from '../src/index.js';
+import { PostgresJobStore } from '../libs/job-queue/src/persistence/postgres-job.store.js';
 import { startQueueApp, type QueueApp } from './support/queue-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 import { waitFor } from './support/wait-for.js';
@@ -126,18 +128,40 @@ describe('runtime schedules', () => {
     await waitFor(async () => (await rows()).length >= 1, { message: 'a slot of v1' });
     // Once a minute from now on: no slot of the old timetable is caught up.
     await admin.admin.upsertSchedule('change', { cron: '0 0 1 1 *', type: 'rs.report', payload: { report: 'v2' } });
+    const changedAt = Date.now();
+    // A pass that read v1 before the change may still enqueue a slot due by then, and still be
+    // recording it: the slot must not become the new timetable's last one.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
     const [{ lastSlot }] = (await admin.admin.schedules()).filter((s) => s.name === 'change');
     expect(lastSlot).toBeNull();
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const settled = (await rows()).length;
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
-    expect((await rows()).length).toBe(settled);
-    expect((await rows()).every((row) => row.payload.report === 'v1')).toBe(true);
+    const after = await rows();
+    expect(after.every((row) => row.payload.report === 'v1')).toBe(true);
+    expect(after.filter((row) => row.run_at_ms > changedAt)).toEqual([]);
 
     expect(await admin.admin.removeSchedule('change')).toBe(true);
     expect(await admin.admin.removeSchedule('change')).toBe(false);
     expect(await admin.admin.removeSchedule('never-was')).toBe(false);
     expect((await admin.admin.schedules()).map((s) => s.name)).toEqual(['rs.declared']);
+  });
+
+  it('a slot of the old timetable recorded after a change is not the new timetable\'s last slot', async () => {
+    const dataSource = new DataSource({ type: 'postgres', url: db.url, extra: { max: 1 } });
+    await dataSource.initialize();
+    try {
+      const store = new PostgresJobStore(dataSource, 'job_queue', { prepare: false, synchronousClaims: true });
+      await admin.admin.upsertSchedule('race', { cron: '* * * * * *', type: 'rs.report' });
+      // A pass read this timetable, then an admin changed it before the pass recorded its slot.
+      await admin.admin.upsertSchedule('race', { cron: '*/5 * * * *', type: 'rs.report' });
+      const slot = new Date(Math.floor(Date.now() / 1000) * 1000);
+      await store.markScheduleSlots([{ name: 'race', cron: '* * * * * *', timezone: 'UTC', slot }]);
+      const lastSlotOf = async () => (await admin.admin.schedules()).find((s) => s.name === 'race')!.lastSlot;
+      expect(await lastSlotOf()).toBeNull();
+      // The current timetable's slot is recorded.
+      await store.markScheduleSlots([{ name: 'race', cron: '*/5 * * * *', timezone: 'UTC', slot }]);
+      expect((await lastSlotOf())?.getTime()).toBe(slot.getTime());
+    } finally {
+      await dataSource.destroy();
+    }
   });
 
   it('refuses an invalid cron, time zone, name, type, payload or option, naming it, and saves nothing', async () => {

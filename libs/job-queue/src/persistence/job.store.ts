@@ -257,6 +257,14 @@ export interface StoredSchedule {
   updatedAt: Date;
 }
 
+/** A slot a runtime schedule enqueued, with the timetable it came from. */
+export interface ScheduleSlot {
+  name: string;
+  slot: Date;
+  cron: string;
+  timezone: string;
+}
+
 export interface JobStore {
   enqueue(jobs: readonly NewJob[], manager?: EntityManager): Promise<EnqueuedJob[]>;
   /** For each (type, idempotency key) pair, in order: the id of the job that holds it, or null. */
@@ -347,8 +355,8 @@ export interface JobStore {
   /** Whether it existed. */
   removeSchedule(name: string): Promise<boolean>;
   listSchedules(): Promise<StoredSchedule[]>;
-  /** Records the latest slot each schedule enqueued (never moves one back). */
-  markScheduleSlots(slots: ReadonlyArray<{ name: string; slot: Date }>): Promise<void>;
+  /** Records the latest slot each schedule enqueued (never moves one back; not if its timetable has changed since). */
+  markScheduleSlots(slots: ReadonlyArray<ScheduleSlot>): Promise<void>;
   /** The latest slot each decorator schedule's type enqueued, while its job's row exists. */
   lastCronSlots(types: readonly string[]): Promise<Map<string, Date>>;
   /** Per type, the age in seconds of the oldest due waiting job (metrics). */

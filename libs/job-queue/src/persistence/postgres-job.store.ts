@@ -30,6 +30,7 @@ import type {
   ReapedJob,
   RenewalResult,
   RetentionWalk,
+  ScheduleSlot,
   SentClaim,
   StoredSchedule,
   ThroughputMinute,
@@ -319,7 +320,7 @@ export class PostgresJobStore implements JobStore {
     return this.scheduleQueries.list();
   }
 
-  markScheduleSlots(slots: ReadonlyArray<{ name: string; slot: Date }>): Promise<void> {
+  markScheduleSlots(slots: ReadonlyArray<ScheduleSlot>): Promise<void> {
     return this.scheduleQueries.markSlots(slots);
   }
 

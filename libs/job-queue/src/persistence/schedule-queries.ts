@@ -1,4 +1,4 @@
-import type { ScheduleJobOptions, StoredSchedule } from './job.store.js';
+import type { ScheduleJobOptions, ScheduleSlot, StoredSchedule } from './job.store.js';
 import type { ScheduleSql } from './schedule.sql.js';
 import type { SqlExecutor } from './sql-executor.js';
 
@@ -40,9 +40,14 @@ export class ScheduleQueries {
     return (await this.executor.query<ScheduleRow>(this.sql.listSchedules)).rows.map(toSchedule);
   }
 
-  async markSlots(slots: ReadonlyArray<{ name: string; slot: Date }>): Promise<void> {
+  async markSlots(slots: ReadonlyArray<ScheduleSlot>): Promise<void> {
     if (slots.length === 0) return;
-    await this.executor.query(this.sql.markScheduleSlots, [slots.map((s) => s.name), slots.map((s) => s.slot)]);
+    await this.executor.query(this.sql.markScheduleSlots, [
+      slots.map((s) => s.name),
+      slots.map((s) => s.slot),
+      slots.map((s) => s.cron),
+      slots.map((s) => s.timezone),
+    ]);
   }
 
   async lastCronSlots(types: readonly string[]): Promise<Map<string, Date>> {

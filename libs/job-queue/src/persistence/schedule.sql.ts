@@ -29,13 +29,15 @@ export function scheduleSql({ jobs, schedules, channel }: JobTables) {
     listSchedules: `SELECT name, cron, timezone, type, payload, options, last_slot, updated_at FROM ${schedules} ORDER BY name`,
 
     /**
-     * Records the latest slot each schedule enqueued ($1 names, $2 slots). GREATEST: processes
-     * that enqueue the same slots at once, or a slow one behind, never move it back.
+     * Records the latest slot each schedule enqueued ($1 names, $2 slots, $3 crons, $4 time
+     * zones: the timetable the slot came from). GREATEST: processes that enqueue the same slots at
+     * once, or a slow one behind, never move it back. A pass that read the timetable before an
+     * upsert changed it records nothing, so the new timetable still starts afresh.
      */
     markScheduleSlots: `
       UPDATE ${schedules} s SET last_slot = GREATEST(s.last_slot, m.slot)
-      FROM unnest($1::text[], $2::timestamptz[]) AS m(name, slot)
-      WHERE s.name = m.name`,
+      FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[]) AS m(name, slot, cron, timezone)
+      WHERE s.name = m.name AND s.cron = m.cron AND s.timezone = m.timezone`,
 
     /**
      * Read-only: the latest slot a decorator schedule enqueued, from its jobs' idempotency keys

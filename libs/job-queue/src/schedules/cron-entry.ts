@@ -17,7 +17,7 @@ export interface CronEntry {
   /** Each slot's idempotency key is this prefix and the slot's ISO time: one job per slot. */
   readonly idempotencyPrefix: string;
   /** A runtime schedule: its name (its slots are recorded) and the earliest time a slot may come from. */
-  readonly runtime: { readonly name: string; readonly notBefore: number } | null;
+  readonly runtime: { readonly name: string; readonly cron: string; readonly timezone: string; readonly notBefore: number } | null;
 }
 
 /** A `@JobHandler({ cron })`: slots keyed `cron:<slot>`, as they always were. */
@@ -58,6 +58,6 @@ export function runtimeEntry(stored: StoredSchedule, defaultMaxAttempts: number)
     maxAttemptsFromJob: maxAttempts !== undefined,
     orderingKey: stored.options.orderingKey ?? null,
     idempotencyPrefix: `schedule:${stored.name}:`,
-    runtime: { name: stored.name, notBefore: (stored.lastSlot ?? stored.updatedAt).getTime() },
+    runtime: { name: stored.name, cron: stored.cron, timezone: stored.timezone, notBefore: (stored.lastSlot ?? stored.updatedAt).getTime() },
   };
 }

@@ -1,6 +1,6 @@
 import type { RegisteredHandler } from '../base/registered-handler.js';
 import type { EngineLogger } from '../base/logger.js';
-import type { JobStore, NewJob } from '../persistence/job.store.js';
+import type { JobStore, NewJob, ScheduleSlot } from '../persistence/job.store.js';
 import { type CronEntry, decoratorEntry, runtimeEntry } from './cron-entry.js';
 
 /** Slots one pass enqueues per schedule at most (a stalled process catching up). */
@@ -75,11 +75,14 @@ export class CronScheduler {
     const now = this.now();
     const jobs: NewJob[] = [];
     const checked = new Map<string, number>();
-    const recorded: Array<{ name: string; slot: Date }> = [];
+    const recorded: ScheduleSlot[] = [];
     for (const entry of this.entries) {
       const slots = this.dueSlots(entry, now);
       checked.set(entry.key, slots.length > 0 ? slots[slots.length - 1].getTime() : Math.max(this.lastChecked.get(entry.key) ?? 0, now - 1000));
-      if (entry.runtime && slots.length > 0) recorded.push({ name: entry.runtime.name, slot: slots[slots.length - 1] });
+      if (entry.runtime && slots.length > 0) {
+        const { name, cron, timezone } = entry.runtime;
+        recorded.push({ name, cron, timezone, slot: slots[slots.length - 1] });
+      }
       for (const slot of slots) {
         const scheduledFor = slot.toISOString();
         jobs.push({
