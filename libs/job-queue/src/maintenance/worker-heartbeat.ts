@@ -32,13 +32,20 @@ export class WorkerHeartbeat {
     private readonly logger: EngineLogger,
   ) {}
 
+  /** Beats still in flight: the last beat waits for them (see stop). */
+  private readonly inFlight = new Set<Promise<unknown>>();
+
   async runOnce(): Promise<void> {
     const rows = this.tally.take();
+    const beat = this.store.heartbeat(this.beat(), rows);
+    this.inFlight.add(beat);
     try {
-      await this.store.heartbeat(this.beat(), rows);
+      await beat;
     } catch (error) {
       this.tally.putBack(rows);
       throw error;
+    } finally {
+      this.inFlight.delete(beat);
     }
   }
 
@@ -47,6 +54,9 @@ export class WorkerHeartbeat {
     try {
       await withTimeout(
         (async () => {
+          // A beat still in flight (the one that says "draining") would list the worker again
+          // if its upsert landed after the row's removal.
+          await Promise.allSettled([...this.inFlight]);
           await this.store.heartbeat(null, this.tally.take());
           if (this.self) await this.store.removeWorker(this.self.id);
         })(),
