@@ -340,9 +340,10 @@ describe('JobQueueAdmin.stats()', () => {
       failed: 1,
       dead: 2,
       cancelled: 1,
+      blocked: 0,
       byType: {
-        'stats.a': { pending: 1, processing: 1, completed: 2, failed: 1, dead: 0, cancelled: 1 },
-        'stats.b': { pending: 1, processing: 0, completed: 1, failed: 0, dead: 2, cancelled: 0 },
+        'stats.a': { pending: 1, processing: 1, completed: 2, failed: 1, dead: 0, cancelled: 1, blocked: 0 },
+        'stats.b': { pending: 1, processing: 0, completed: 1, failed: 0, dead: 2, cancelled: 0, blocked: 0 },
       },
     });
     // Nothing leaked into the default schema.

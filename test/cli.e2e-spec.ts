@@ -73,7 +73,7 @@ describe('the auto-job-queue command', () => {
     );
     const stats = await cli(['stats'], env);
     expect(stats.code, stats.stderr).toBe(0);
-    expect(stats.stdout.split('\n')[0]).toMatch(/^type\s+pending\s+processing\s+completed\s+failed\s+dead\s+cancelled$/);
+    expect(stats.stdout.split('\n')[0]).toMatch(/^type\s+pending\s+processing\s+completed\s+failed\s+dead\s+cancelled\s+blocked$/);
     expect(stats.stdout).toMatch(/cli\.mail\s+0\s+0\s+0\s+0\s+2\s+0/);
     expect((await json<{ dead: number }>(['stats'])).dead).toBe(3);
 

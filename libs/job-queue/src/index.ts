@@ -3,7 +3,7 @@ export { JOB_QUEUE_ASYNC_OPTIONS_TYPE, JOB_QUEUE_OPTIONS_TYPE } from './job-queu
 export type { JobQueueOptions, ResolvedJobQueueOptions, RetentionOptions, RetryOptions } from './options/job-queue-options.js';
 export { JobHandler } from './decorators/job-handler.decorator.js';
 export type { JobHandlerOptions, PayloadSchema } from './decorators/job-handler-options.js';
-export type { JobContext, JobProgress } from './base/job-context.js';
+export type { JobContext, JobDependency, JobProgress } from './base/job-context.js';
 export type { JobPayload, JobTypes } from './base/job-types.js';
 export type { JobQueueEvent, JobQueueEventKind } from './events/job-queue-event.js';
 export { JobProducer } from './producer/job.producer.js';
@@ -20,7 +20,7 @@ export {
 export { JobQueueEvents } from './events/job-queue.events.js';
 export { JobQueueHealthIndicator, type JobQueueReadiness, type JobQueueReadyStatus } from './health/job-queue.health.js';
 export type { JobRecord, JobAttemptError, JobLogLine } from './persistence/job-record.js';
-export type { JobStatus } from './persistence/job-status.js';
+export type { JobStatus } from './base/job-status.js';
 export type { CircuitRecord, JobCounts, JobPage, JobStats, ThroughputMinute, WorkerRecord } from './persistence/job.store.js';
 export type { ScheduledType } from './schedules/cron-scheduler.js';
 export type { ScheduleDefinition } from './admin/schedule-input.js';

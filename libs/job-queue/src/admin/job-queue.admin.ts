@@ -4,7 +4,7 @@ import { JobNotFoundError } from '../errors/job-not-found.error.js';
 import { JobStateError } from '../errors/job-state.error.js';
 import { JOB_STORE } from '../base/job-queue.constants.js';
 import type { CircuitRecord, JobPage, JobStats, JobStore, ThroughputMinute, WorkerRecord } from '../persistence/job.store.js';
-import type { JobStatus } from '../persistence/job-status.js';
+import type { JobStatus } from '../base/job-status.js';
 import { JobQueueEvents } from '../events/job-queue.events.js';
 import { integerIn, optionalCursor, optionalStatus, optionalType, requiredType } from './operator-input.js';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';

@@ -1,5 +1,5 @@
 import { InvalidJobError } from '../errors/invalid-job.error.js';
-import { JOB_STATUSES, type JobStatus } from '../persistence/job-status.js';
+import { JOB_STATUSES, type JobStatus } from '../base/job-status.js';
 
 /** A cursor is the id of a page's last job: anything else was not made by listJobs. */
 const CURSOR = /^[1-9][0-9]{0,18}$/;

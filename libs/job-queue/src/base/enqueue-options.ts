@@ -13,6 +13,17 @@ export interface EnqueueOptions {
    * its start to `delayMs` from now (`debounced: true`); otherwise it enqueues a new job due then.
    */
   debounce?: { key: string; delayMs: number };
+  /**
+   * Ids of existing jobs this one waits for: it is `blocked` until every one has completed, then
+   * `pending`, in the transaction that completes the last one. Build a workflow in one
+   * transaction (`manager`) so it exists whole or not at all. At most 10,000 ids.
+   */
+  dependsOn?: string[];
+  /**
+   * When a job it depends on is dead-lettered, cancelled or deleted: `'cancel'` this one too (its
+   * `last_error` names that job), or `'run'` it anyway once the others are done. @default 'cancel'
+   */
+  onDependencyFailure?: 'cancel' | 'run';
   /** Run no earlier than this many milliseconds from now (database clock). */
   delayMs?: number;
   /** Run no earlier than this time. */

@@ -1,9 +1,20 @@
 import type { EntityManager } from 'typeorm';
 import type { EnqueueOptions, EnqueueResult } from './enqueue-options.js';
 import type { EnqueuedPayload } from './job-types.js';
+import type { JobStatus } from './job-status.js';
 
 /** What `job.progress()` takes: a percentage, or a JSON object of the handler's choosing. */
 export type JobProgress = number | Record<string, unknown>;
+
+/** A job this one depends on (`dependsOn`), as `job.dependencies()` reads it. */
+export interface JobDependency<R = unknown> {
+  id: string;
+  type: string;
+  /** `completed`; or `dead` or `cancelled` when this job runs anyway (`onDependencyFailure: 'run'`). */
+  status: JobStatus;
+  /** Its handler's result; null when it returned nothing or did not complete. */
+  result: R | null;
+}
 
 /** What a handler learns about the job it runs, and what it can do through it. */
 export interface JobContext {
@@ -38,6 +49,12 @@ export interface JobContext {
    * it never throws, and a failed write is logged, never failing the job.
    */
   log(...args: unknown[]): void;
+  /**
+   * The jobs this one depends on (`dependsOn`), in id order, with their results: a batch's final
+   * job reads every result here. Empty for a job without dependencies. A job retention or a purge
+   * has deleted since is no longer listed.
+   */
+  dependencies<R = unknown>(): Promise<Array<JobDependency<R>>>;
   /** Enqueues a follow-up job; in a transactional handler, inside the same transaction. */
   enqueue<P = never, T extends string = string>(type: T, payload: EnqueuedPayload<P, T>, options?: EnqueueOptions): Promise<EnqueueResult>;
 }

@@ -1,5 +1,5 @@
 import type { JobQueueAdmin } from '../admin/job-queue.admin.js';
-import { JOB_STATUSES, type JobStatus } from '../persistence/job-status.js';
+import { JOB_STATUSES, type JobStatus } from '../base/job-status.js';
 import type { JobRecord } from '../persistence/job-record.js';
 import type { CliRequest } from './cli-arguments.js';
 import { CliUsageError } from './cli-usage.error.js';

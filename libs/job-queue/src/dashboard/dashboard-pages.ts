@@ -1,6 +1,6 @@
 import type { ScheduleInfo } from '../admin/job-queue.admin.js';
 import type { JobRecord } from '../persistence/job-record.js';
-import { JOB_STATUSES } from '../persistence/job-status.js';
+import { JOB_STATUSES } from '../base/job-status.js';
 import type { CircuitRecord, JobPage, JobStats, ThroughputMinute, WorkerRecord } from '../persistence/job.store.js';
 import { page } from './dashboard-layout.js';
 import type { DashboardAction } from './dashboard-options.js';

@@ -15,7 +15,7 @@ import {
 } from '@nestjs/common';
 import { JobQueueAdmin } from '../admin/job-queue.admin.js';
 import { JobQueueErrorFilter } from '../http/job-queue-error.filter.js';
-import type { JobStatus } from '../persistence/job-status.js';
+import type { JobStatus } from '../base/job-status.js';
 import { jobPage, jobsPage, overviewPage } from './dashboard-pages.js';
 import { DASHBOARD_ACTIONS, type DashboardAction, type JobQueueDashboardOptions } from './dashboard-options.js';
 

@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { EngineLogger } from '../base/logger.js';
-import type { JobProgress } from '../base/job-context.js';
+import type { JobDependency, JobProgress } from '../base/job-context.js';
 import { InvalidJobError } from '../errors/invalid-job.error.js';
 import type { ClaimedJob, JobStore } from '../persistence/job.store.js';
 import { JobLogWriter } from './job-log-writer.js';
@@ -81,6 +81,10 @@ export class AttemptContext implements JobContext {
     }
   }
 
+  dependencies<R = unknown>(): Promise<Array<JobDependency<R>>> {
+    return this.#writes.store.listDependencies(this.#job.id) as Promise<Array<JobDependency<R>>>;
+  }
+
   /** In a transactional handler, the follow-up joins the handler's transaction unless told otherwise. */
   enqueue<P = never, T extends string = string>(type: T, payload: EnqueuedPayload<P, T>, options?: EnqueueOptions): Promise<EnqueueResult> {
     return this.#enqueue(type, payload, this.manager && !options?.manager ? { ...options, manager: this.manager } : options);
@@ -89,7 +93,7 @@ export class AttemptContext implements JobContext {
 
 /** Where an attempt's progress and log lines go, and the worker that writes them. */
 export interface AttemptWrites {
-  readonly store: Pick<JobStore, 'reportProgress' | 'appendJobLogs'>;
+  readonly store: Pick<JobStore, 'reportProgress' | 'appendJobLogs' | 'listDependencies'>;
   readonly workerId: string;
   readonly logger?: EngineLogger;
 }

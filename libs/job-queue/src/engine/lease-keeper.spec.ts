@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { JobStore, Lease, RenewalResult } from '../persistence/job.store.js';
-import type { JobStatus } from '../persistence/job-status.js';
+import type { JobStatus } from '../base/job-status.js';
 import type { EngineLogger } from '../base/logger.js';
 import { LeaseKeeper, type HeldLease, type LeaseHolder } from './lease-keeper.js';
 

@@ -1,5 +1,5 @@
 import type { JobStore, Lease } from '../persistence/job.store.js';
-import type { JobStatus } from '../persistence/job-status.js';
+import type { JobStatus } from '../base/job-status.js';
 import type { EngineLogger } from '../base/logger.js';
 import { monotonicNow } from '../base/monotonic-clock.js';
 import { MAX_TIMER_MS } from './max-timer.js';

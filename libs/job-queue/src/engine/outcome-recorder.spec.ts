@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { RegisteredHandler } from '../base/registered-handler.js';
 import type { ClaimedJob, JobStore, Lease } from '../persistence/job.store.js';
-import type { JobStatus } from '../persistence/job-status.js';
+import type { JobStatus } from '../base/job-status.js';
 import type { EngineLogger } from '../base/logger.js';
 import type { EventSink, JobQueueEvent } from '../events/job-queue-event.js';
 import { handlerStub } from '../base/registered-handler.stub.js';

@@ -4,7 +4,7 @@ import type { EngineLogger } from '../base/logger.js';
 import { monotonicNow } from '../base/monotonic-clock.js';
 import type { HandlerLookup } from '../base/registered-handler.js';
 import type { ClaimedJob, ClaimRequest, JobStore, Lease } from '../persistence/job.store.js';
-import type { JobStatus } from '../persistence/job-status.js';
+import type { JobStatus } from '../base/job-status.js';
 import type { Attempt, AttemptOwner } from './attempt.js';
 import { type AttemptStarter, ClaimBuffer } from './claim-buffer.js';
 import { ClaimPacer } from './claim-pacer.js';

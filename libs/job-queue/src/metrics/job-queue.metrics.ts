@@ -1,7 +1,7 @@
 import type { JobInstruments } from '../base/job-instruments.js';
 import type { TalliedOutcome } from '../base/outcome-tally.js';
 import { JobQueueConfigError } from '../errors/job-queue-config.error.js';
-import { JOB_STATUSES } from '../persistence/job-status.js';
+import { JOB_STATUSES } from '../base/job-status.js';
 import type { JobStore } from '../persistence/job.store.js';
 import type { Backpressure } from '../producer/backpressure.js';
 import { CachedRead } from './cached-read.js';

@@ -13,6 +13,7 @@ import { createOperatorsViewMigration } from './1765094400000-operators-view.js'
 import { createRuntimeSchedulesMigration } from './1765267200000-runtime-schedules.js';
 import { createTraceContextMigration } from './1765353600000-trace-context.js';
 import { createDebounceAndUniqueWindowsMigration } from './1765440000000-debounce-and-unique-windows.js';
+import { createJobDependenciesMigration } from './1765526400000-job-dependencies.js';
 
 /** The library's migrations, in order, for the given schema. */
 export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array<new () => MigrationInterface> {
@@ -30,6 +31,7 @@ export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array
     createRuntimeSchedulesMigration(schema),
     createTraceContextMigration(schema),
     createDebounceAndUniqueWindowsMigration(schema),
+    createJobDependenciesMigration(schema),
   ];
 }
 

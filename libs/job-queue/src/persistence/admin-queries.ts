@@ -1,7 +1,7 @@
 import { StoreUnavailableError } from '../errors/store-unavailable.error.js';
 import type { AdminSql } from './admin.sql.js';
 import type { JobRecord } from './job-record.js';
-import { JOB_STATUSES, type JobStatus } from './job-status.js';
+import { JOB_STATUSES, type JobStatus } from '../base/job-status.js';
 import type { CancelResult, JobCounts, JobStats } from './job.store.js';
 import { toJobRecord } from './row-mapping.js';
 import type { SqlExecutor } from './sql-executor.js';

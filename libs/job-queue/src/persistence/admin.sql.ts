@@ -1,12 +1,13 @@
-import { sqlStatusList, WAITING_SQL, WAITING_STATUSES } from './job-status.js';
+import { WAITING_STATUSES } from '../base/job-status.js';
+import { sqlStatusList, WAITING_SQL } from './job-status.js';
 import type { JobTables } from './job-tables.js';
 
 /** Columns of a JobRecord (row-mapping.ts), in the shape `toJobRecord` reads. */
 export const RECORD_COLUMNS = `id::text AS id, type, payload, status, priority, attempts, max_attempts, last_error, errors,
     result, progress, logs, COALESCE(idempotency_key, expired_idempotency_key) AS idempotency_key, debounce_key, ordering_key, worker_id, run_at, created_at, claimed_at, completed_at, retry_after, dead_at, lease_expires_at`;
 
-/** Statuses a job can be cancelled from: waiting or running. */
-const CANCELLABLE = sqlStatusList([...WAITING_STATUSES, 'processing']);
+/** Statuses a job can be cancelled from: waiting (for its turn or its dependencies) or running. */
+const CANCELLABLE = sqlStatusList([...WAITING_STATUSES, 'processing', 'blocked']);
 
 /** Operators' reads and actions (JobQueueAdmin), and the health numbers. */
 export function adminSql({ jobs, channel }: JobTables) {

@@ -1,4 +1,5 @@
 import type { EntityManager } from 'typeorm';
+import type { DependentEnqueuer } from './dependent-enqueuer.js';
 import type { EnqueueSql } from './enqueue.sql.js';
 import type { EnqueuedJob, NewJob } from './job.store.js';
 import { managerExecutor, type SqlExecutor } from './sql-executor.js';
@@ -16,12 +17,15 @@ export class JobEnqueuer {
     private readonly executor: SqlExecutor,
     private readonly sql: EnqueueSql,
     private readonly named: StatementNamer,
+    private readonly dependents: DependentEnqueuer,
+    /** Runs `work` in a transaction of its own on the pool. */
+    private readonly inTransaction: <T>(work: (executor: SqlExecutor) => Promise<T>) => Promise<T>,
   ) {}
 
   async enqueue(jobs: readonly NewJob[], manager?: EntityManager): Promise<EnqueuedJob[]> {
     const executor = manager ? managerExecutor(manager) : this.executor;
-    if (!jobs.some(isDelayed)) return this.insert(jobs, executor, manager === undefined);
-    const results = await this.insert(jobs, executor, manager === undefined);
+    if (!jobs.some(isDelayed)) return this.insertAny(jobs, executor, manager);
+    const results = await this.insertAny(jobs, executor, manager);
     const due = earliestDue(jobs, results);
     if (due) {
       const notify = executor.query(this.sql.notifyDue, [due.runAt, due.delayMs], manager ? undefined : this.named('notifyDue'));
@@ -44,16 +48,22 @@ export class JobEnqueuer {
     return keys.map((k) => byKey.get(keyOf(k.type, k.key)) ?? null);
   }
 
+  /**
+   * A batch where some job depends on others goes in as a whole in one transaction (the caller's,
+   * or one of its own): the jobs it depends on stay locked until then. Any other batch as below.
+   */
+  private insertAny(jobs: readonly NewJob[], executor: SqlExecutor, manager: EntityManager | undefined): Promise<EnqueuedJob[]> {
+    if (!jobs.some((job) => job.dependsOn?.length)) return this.insert(jobs, executor, manager === undefined);
+    const work = async (inTransaction: SqlExecutor) => {
+      await this.expireWindows(jobs, inTransaction);
+      return this.dependents.insert(jobs, inTransaction);
+    };
+    return manager ? work(executor) : this.inTransaction(work);
+  }
+
   private async insert(jobs: readonly NewJob[], executor: SqlExecutor, named: boolean): Promise<EnqueuedJob[]> {
     if (jobs.some((job) => job.debounceKey)) return this.insertWithDebounced(jobs, executor, named);
-    const windowed = jobs.filter((job) => job.uniqueForMs && job.idempotencyKey !== null);
-    if (windowed.length > 0) {
-      await executor.query(this.sql.expireIdempotencyKeys, [
-        windowed.map((job) => job.type),
-        windowed.map((job) => job.idempotencyKey),
-        windowed.map((job) => job.uniqueForMs),
-      ]);
-    }
+    await this.expireWindows(jobs, executor);
     if (jobs.every((job) => job.idempotencyKey === null)) return this.insertPlain(jobs, executor, named);
     const results: EnqueuedJob[] = new Array(jobs.length);
     let remaining = jobs.map((job, index) => ({ job, index }));
@@ -95,6 +105,17 @@ export class JobEnqueuer {
       throw new Error(`Enqueue could not settle idempotency keys after ${MAX_ENQUEUE_ROUNDS} rounds of concurrent deletes.`);
     }
     return results;
+  }
+
+  /** Frees the idempotency keys whose `uniqueForMs` window is over, so this batch can reuse them. */
+  private async expireWindows(jobs: readonly NewJob[], executor: SqlExecutor): Promise<void> {
+    const windowed = jobs.filter((job) => job.uniqueForMs && job.idempotencyKey !== null);
+    if (windowed.length === 0) return;
+    await executor.query(this.sql.expireIdempotencyKeys, [
+      windowed.map((job) => job.type),
+      windowed.map((job) => job.idempotencyKey),
+      windowed.map((job) => job.uniqueForMs),
+    ]);
   }
 
   /**

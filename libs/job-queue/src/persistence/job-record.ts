@@ -1,4 +1,4 @@
-import type { JobStatus } from './job-status.js';
+import type { JobStatus } from '../base/job-status.js';
 
 /** One attempt's failure, kept in the job's history. */
 export interface JobAttemptError {

@@ -1,9 +1,4 @@
-/** `failed` means waiting for a retry; `dead` is the dead-letter state. */
-export const JOB_STATUSES = ['pending', 'processing', 'completed', 'failed', 'dead', 'cancelled'] as const;
-export type JobStatus = (typeof JOB_STATUSES)[number];
-
-/** Statuses a worker may claim from. */
-export const WAITING_STATUSES = ['pending', 'failed'] as const satisfies readonly JobStatus[];
+import { type JobStatus, WAITING_STATUSES } from '../base/job-status.js';
 
 /**
  * Statuses as an SQL list, `('pending', 'failed')`, written into statement texts when they are

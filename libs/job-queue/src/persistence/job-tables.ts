@@ -10,6 +10,7 @@ export interface JobTables {
   readonly paused: string;
   readonly throughput: string;
   readonly schedules: string;
+  readonly dependencies: string;
   /** channelOf(schema). */
   readonly channel: string;
 }
@@ -26,6 +27,7 @@ export function jobTables(schema: string): JobTables {
     paused: `"${schema}".paused_types`,
     throughput: `"${schema}".job_throughput`,
     schedules: `"${schema}".job_schedules`,
+    dependencies: `"${schema}".job_dependencies`,
     channel: channelOf(schema),
   };
 }

@@ -1,7 +1,7 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { DEFAULT_SCHEMA } from '../options/defaults.js';
 import type { JobAttemptError, JobLogLine } from './job-record.js';
-import type { JobStatus } from './job-status.js';
+import type { JobStatus } from '../base/job-status.js';
 
 /**
  * The `jobs` table for apps that read it through TypeORM. The schema itself is created by the

@@ -2,7 +2,8 @@ import type { EntityManager } from 'typeorm';
 import type { JobLogLine, JobRecord } from './job-record.js';
 
 export type { JobLogLine } from './job-record.js';
-import type { JobStatus } from './job-status.js';
+import type { JobStatus } from '../base/job-status.js';
+import type { JobDependency } from '../base/job-context.js';
 
 /** A validated job ready to insert. */
 export interface NewJob {
@@ -26,6 +27,12 @@ export interface NewJob {
   uniqueForMs?: number | null;
   /** At most one waiting job per (type, debounce key): a later enqueue updates it. */
   debounceKey?: string | null;
+  /** Ids (canonical decimal text) of the jobs this one waits for; it starts `blocked`. */
+  dependsOn?: string[];
+  /** What a failed dependency does to it: cancel it (the default) or let it run anyway. */
+  onDependencyFailure?: 'cancel' | 'run';
+  /** The input field the ids came from, for the error that names one that does not exist. */
+  dependsOnField?: string;
 }
 
 export interface EnqueuedJob {
@@ -133,6 +140,8 @@ export interface JobCounts {
   failed: number;
   dead: number;
   cancelled: number;
+  /** Waiting for the jobs they depend on. */
+  blocked: number;
 }
 
 export interface JobStats extends JobCounts {
@@ -349,6 +358,8 @@ export interface JobStore {
   appendJobLogs(lease: Lease, workerId: string, lines: readonly JobLogLine[], keep: number): Promise<boolean>;
   /** Stores a running attempt's progress; false once that attempt no longer holds the job. */
   reportProgress(lease: Lease, progressJson: string): Promise<boolean>;
+  /** The jobs one job depends on, in id order, with their results. */
+  listDependencies(jobId: string): Promise<JobDependency[]>;
   listJobs(query: JobPageQuery): Promise<JobPage>;
   /** Adds or replaces a runtime schedule by name; a changed timetable forgets its last slot. */
   upsertSchedule(schedule: Omit<StoredSchedule, 'lastSlot' | 'updatedAt'>): Promise<StoredSchedule>;

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import type { CircuitSql } from './circuit.sql.js';
-import type { JobStatus } from './job-status.js';
+import type { JobStatus } from '../base/job-status.js';
 import type { CircuitRecord, PrunedChunk, ReapedJob, RetentionWalk } from './job.store.js';
 import type { MaintenanceSql } from './maintenance.sql.js';
 import { inTransaction } from './pool-transaction.js';
@@ -70,7 +70,7 @@ export class MaintenanceQueries {
   }
 
   async pruneDead(olderThanMs: number, limit: number): Promise<number> {
-    return (await this.executor.query(this.sql.pruneDead, [olderThanMs, limit])).rowCount;
+    return (await this.executor.query<{ deleted: number }>(this.sql.pruneDead, [olderThanMs, limit])).rows[0].deleted;
   }
 
   async registerTypes(types: readonly string[]): Promise<void> {

@@ -10,7 +10,18 @@ import { attemptError } from './outcome.sql.js';
 export const LEASE_EXPIRIES_BEYOND_ATTEMPTS = 10;
 
 /** The maintenance leader's statements: its lock, the lease reaper and retention. */
-export function maintenanceSql({ schema, jobs, starts, walk, channel }: JobTables) {
+export function maintenanceSql({ schema, jobs, starts, walk, channel, dependencies }: JobTables) {
+  /**
+   * A finished job some unfinished job depends on stays: its dependants read its result
+   * (job.dependencies()). Only rows marked has_dependants look any further.
+   */
+  const neededByDependants = (j: string) => `(${j}.has_dependants AND EXISTS (
+          SELECT 1 FROM ${dependencies} d JOIN ${jobs} c ON c.id = d.job_id
+          WHERE d.depends_on = ${j}.id AND c.status NOT IN ('completed', 'dead', 'cancelled')))`;
+  /** The edges of deleted jobs that had dependencies (`deleted`: id, had_dependencies). */
+  const edgesOfDeleted = `edges_gone AS (
+        DELETE FROM ${dependencies} d USING deleted WHERE deleted.had_dependencies AND d.job_id = deleted.id
+      )`;
   return {
     /**
      * Transaction-scoped: released at commit, so a dead leader never blocks the next one. A leader
@@ -84,7 +95,8 @@ export function maintenanceSql({ schema, jobs, starts, walk, channel }: JobTable
      * starts over once a chunk ends in rows created within the retention window: ids grow with
      * creation time, so nothing beyond can have expired yet. Candidates are locked FOR UPDATE SKIP
      * LOCKED, which rechecks status and age on the row's latest version: a row changed or held
-     * meanwhile (a concurrent retryDead) is left alone.
+     * meanwhile (a concurrent retryDead) is left alone. A job that unfinished jobs depend on is
+     * kept for them; the edges of a deleted job that depended on others go with it.
      */
     /**
      * Run before the walk's chunks, in the pass's transaction: the walk must read the primary key
@@ -107,10 +119,12 @@ export function maintenanceSql({ schema, jobs, starts, walk, channel }: JobTable
           AND ((j.status = 'completed' AND j.completed_at < now() - $3 * interval '1 millisecond'
                 AND (NOT j.notify_on_finish OR j.completed_at < now() - $4 * interval '1 millisecond'))
                OR (j.status = 'cancelled' AND j.created_at < now() - $3 * interval '1 millisecond'))
+          AND NOT ${neededByDependants('j')}
         FOR UPDATE SKIP LOCKED
       ), deleted AS (
-        DELETE FROM ${jobs} j USING doomed WHERE j.id = doomed.id RETURNING j.status
-      ), last AS (
+        DELETE FROM ${jobs} j USING doomed WHERE j.id = doomed.id
+        RETURNING j.id, j.status, j.dependencies_left IS NOT NULL AS had_dependencies
+      ), ${edgesOfDeleted}, last AS (
         SELECT id, created_at FROM scanned ORDER BY id DESC LIMIT 1
       )
       SELECT (SELECT count(*) FROM scanned)::int AS scanned,
@@ -140,12 +154,20 @@ export function maintenanceSql({ schema, jobs, starts, walk, channel }: JobTable
      */
     markResultRead: `UPDATE ${jobs} SET notify_on_finish = false WHERE id = $1 AND status = 'completed' AND notify_on_finish`,
 
-    /** Dead letters past their age, oldest first, on the dead-letter index; SKIP LOCKED as above. */
+    /**
+     * Dead letters past their age, oldest first, on the dead-letter index; SKIP LOCKED as above.
+     * A dead job whose dependants still run is kept for them, as in the walk.
+     */
     pruneDead: `
       WITH doomed AS (
-        SELECT id FROM ${jobs} WHERE status = 'dead' AND dead_at < now() - $1 * interval '1 millisecond'
+        SELECT id FROM ${jobs} j WHERE status = 'dead' AND dead_at < now() - $1 * interval '1 millisecond'
+          AND NOT ${neededByDependants('j')}
         ORDER BY dead_at LIMIT $2 FOR UPDATE SKIP LOCKED
-      ) DELETE FROM ${jobs} j USING doomed WHERE j.id = doomed.id`,
+      ), deleted AS (
+        DELETE FROM ${jobs} j USING doomed WHERE j.id = doomed.id
+        RETURNING j.id, j.dependencies_left IS NOT NULL AS had_dependencies
+      ), ${edgesOfDeleted}
+      SELECT count(*)::int AS deleted FROM deleted`,
   };
 }
 

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import type { JobStatus } from './job-status.js';
+import type { JobStatus } from '../base/job-status.js';
 import type { JobLogLine, JobPage, JobPageQuery, Lease, OutcomeTallyRow, PurgeQuery, ThroughputMinute, WorkerBeat, WorkerRecord } from './job.store.js';
 import type { AdminSql } from './admin.sql.js';
 import type { MaintenanceSql } from './maintenance.sql.js';
@@ -152,7 +152,8 @@ export class OperatorQueries {
   async purge(query: PurgeQuery, onProgress?: (done: number) => void): Promise<number> {
     let done = 0;
     for (;;) {
-      const { rowCount } = await this.executor.query(this.sql[PURGE_STATEMENT[query.status]], [query.type, query.olderThanMs, BULK_BATCH]);
+      const { rows } = await this.executor.query<{ deleted: number }>(this.sql[PURGE_STATEMENT[query.status]], [query.type, query.olderThanMs, BULK_BATCH]);
+      const rowCount = rows[0].deleted;
       done += rowCount;
       if (rowCount > 0) onProgress?.(done);
       if (rowCount < BULK_BATCH) return done;

@@ -10,7 +10,7 @@ export const PURGE_AGE_COLUMNS = { completed: 'completed_at', dead: 'dead_at', c
 export type PurgeStatus = keyof typeof PURGE_AGE_COLUMNS;
 
 /** The operator's view: worker heartbeats, pauses, throughput, progress, job lists and bulk actions. */
-export function operatorSql({ jobs, workers, paused, throughput, channel }: JobTables) {
+export function operatorSql({ jobs, workers, paused, throughput, channel, dependencies }: JobTables) {
   // The status is written into the text, not bound: the planner can then prove the partial index.
   // `j.id`: RECORD_COLUMNS names its text form `id`, which would sort as text.
   const listByStatus = (status: IndexedListStatus) => `
@@ -22,7 +22,13 @@ export function operatorSql({ jobs, workers, paused, throughput, channel }: JobT
       SELECT id FROM ${jobs}
       WHERE status = '${status}' AND ($1::text IS NULL OR type = $1) AND ${PURGE_AGE_COLUMNS[status]} < now() - $2 * interval '1 millisecond'
       LIMIT $3 FOR UPDATE SKIP LOCKED
-    ) DELETE FROM ${jobs} j USING doomed WHERE j.id = doomed.id AND j.status = '${status}'`;
+    ), deleted AS (
+      DELETE FROM ${jobs} j USING doomed WHERE j.id = doomed.id AND j.status = '${status}'
+      RETURNING j.id, j.dependencies_left IS NOT NULL AS had_dependencies
+    ), edges_gone AS (
+      DELETE FROM ${dependencies} d USING deleted WHERE deleted.had_dependencies AND d.job_id = deleted.id
+    )
+    SELECT count(*)::int AS deleted FROM deleted`;
   return {
     /**
      * One process's heartbeat and its outcome tally, in one round trip. Only the process itself
@@ -148,7 +154,10 @@ export function operatorSql({ jobs, workers, paused, throughput, channel }: JobT
       )
       SELECT count(*)::int AS retried FROM retried`,
 
-    /** Up to $3 jobs of the status, of type $1, older than $2 ms; rows held elsewhere are skipped and rechecked. */
+    /**
+     * Up to $3 jobs of the status, of type $1, older than $2 ms; rows held elsewhere are skipped and
+     * rechecked. A deleted job's own edges go with it; jobs that depended on it no longer list it.
+     */
     purgeCompleted: purge('completed'),
     purgeDead: purge('dead'),
     purgeCancelled: purge('cancelled'),

@@ -1,5 +1,5 @@
 import { idArray, leaseTokens, resultsById } from './fenced-batch.js';
-import type { JobStatus } from './job-status.js';
+import type { JobStatus } from '../base/job-status.js';
 import type { Lease, RenewalResult } from './job.store.js';
 import type { OutcomeSql } from './outcome.sql.js';
 import type { SqlExecutor, SqlResult } from './sql-executor.js';

@@ -10,6 +10,14 @@ export const attemptError = (attempt: string, worker: string, error: string) =>
  */
 const charged = (table = '') => `attempts = ${table}attempts + ${table}prefetched::int, prefetched = false`;
 
+/**
+ * Rows a completion may delete when `retention.completedMs` is 0: not one an enqueueAndWait
+ * caller will read, one whose dependants read its result, or one that depends on others (its
+ * edges go with it at retention). Everything else fenced alike: a row an enqueue marks as
+ * depended on meanwhile (under its lock) fails this on the latest version and is completed instead.
+ */
+const DELETABLE_ON_COMPLETION = 'NOT j.notify_on_finish AND NOT j.has_dependants AND j.dependencies_left IS NULL';
+
 /** The token check of heldBy, alone: the token this worker holds for row j. */
 const holdsToken = (others: string, usual: string) => `j.lease_token = COALESCE((${others}::jsonb ->> j.id::text)::uuid, ${usual}::uuid)`;
 
@@ -69,17 +77,17 @@ export function outcomeSql({ jobs, starts, effects, channel }: JobTables) {
   const completeManyDeleting = (confirms: boolean) => `
       WITH deleted AS (
         DELETE FROM ${jobs} j
-        WHERE ${heldBy('$1', '$2', '$4')} AND NOT j.notify_on_finish
+        WHERE ${heldBy('$1', '$2', '$4')} AND ${DELETABLE_ON_COMPLETION}
         RETURNING j.id
       )${confirms ? `, ${confirming(jobs, '$5', '$2', '$4')}` : ''}, kept AS (
         UPDATE ${jobs} j
         SET status = 'completed', completed_at = now(), result = $3::jsonb -> (j.id::text),
             ${charged('j.')}, lease_token = NULL, lease_expires_at = NULL
         WHERE j.id = ANY (ARRAY(SELECT unnest($1::bigint[]) EXCEPT ALL SELECT id FROM deleted))
-          AND ${holdsToken('$2', '$4')} AND j.notify_on_finish
-        RETURNING j.id
+          AND ${holdsToken('$2', '$4')}
+        RETURNING j.id, j.notify_on_finish
       ), notified AS (
-        SELECT pg_notify('${channel}', 'finished:' || id) FROM kept
+        SELECT pg_notify('${channel}', 'finished:' || id) FROM kept WHERE notify_on_finish
       )
       SELECT CASE WHEN (SELECT count(*) FROM deleted) + (SELECT count(*) FROM kept) < cardinality($1::bigint[])
                   THEN (SELECT string_agg(i::text, ',') FROM unnest($1::bigint[]) AS i
@@ -118,29 +126,28 @@ export function outcomeSql({ jobs, starts, effects, channel }: JobTables) {
 
     /**
      * complete when `retention.completedMs` is 0: the job's row is deleted instead, fenced by the
-     * same token (the DELETE rechecks it on the row's latest version, as the UPDATE does). A job an
-     * enqueueAndWait caller waits for is completed as usual instead, its result kept for that
-     * caller, and notified; notify_on_finish never changes while a job runs, so each job is
-     * matched by exactly one of the two.
+     * same token (the DELETE rechecks it on the row's latest version, as the UPDATE does). A job
+     * that must stay readable (DELETABLE_ON_COMPLETION) is completed as usual instead, and its
+     * waiting caller notified: the UPDATE runs only when the DELETE took nothing.
      */
     completeDeleting: `
       WITH deleted AS (
-        DELETE FROM ${jobs} WHERE id = $1 AND lease_token = $2 AND status = 'processing' AND NOT notify_on_finish
+        DELETE FROM ${jobs} j WHERE id = $1 AND lease_token = $2 AND status = 'processing' AND ${DELETABLE_ON_COMPLETION}
         RETURNING id
       ), kept AS (
         UPDATE ${jobs}
         SET status = 'completed', completed_at = now(), result = NULLIF($3::jsonb, 'null'::jsonb),
             ${charged()}, lease_token = NULL, lease_expires_at = NULL
-        WHERE id = $1 AND lease_token = $2 AND status = 'processing' AND notify_on_finish
-        RETURNING id
+        WHERE id = $1 AND lease_token = $2 AND status = 'processing' AND NOT EXISTS (SELECT 1 FROM deleted)
+        RETURNING id, notify_on_finish
       )
       SELECT ((SELECT count(*) FROM deleted) + (SELECT count(*) FROM kept))::int AS applied,
-             (SELECT count(*) FROM (SELECT pg_notify('${channel}', 'finished:' || id) FROM kept) n)::int AS notified`,
+             (SELECT count(*) FROM (SELECT pg_notify('${channel}', 'finished:' || id) FROM kept WHERE notify_on_finish) n)::int AS notified`,
 
     /**
      * completeMany when `retention.completedMs` is 0, fenced per row exactly like it: the jobs
-     * nobody waits for are deleted; the awaited ones, looked up again only among the ids the DELETE
-     * did not take (usually none), are completed and notified as completeMany does. Same reply.
+     * deletable on completion are deleted; the others, looked up again only among the ids the
+     * DELETE did not take (usually none), are completed and notified as completeMany does. Same reply.
      */
     completeManyDeleting: completeManyDeleting(false),
 

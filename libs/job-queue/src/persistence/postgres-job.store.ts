@@ -5,11 +5,15 @@ import { AdminQueries } from './admin-queries.js';
 import { adminSql } from './admin.sql.js';
 import { circuitSql } from './circuit.sql.js';
 import { claimSql } from './claim.sql.js';
+import { type DependencySql, dependencySql } from './dependency.sql.js';
+import { DependentEnqueuer } from './dependent-enqueuer.js';
 import { enqueueSql } from './enqueue.sql.js';
 import { JobClaimer } from './job-claimer.js';
 import { JobEnqueuer } from './job-enqueuer.js';
 import type { JobLogLine, JobRecord } from './job-record.js';
+import type { JobDependency } from '../base/job-context.js';
 import { jobTables } from './job-tables.js';
+import { inTransaction } from './pool-transaction.js';
 import { beginJobTransaction } from './job-transaction.js';
 import type {
   CancelResult,
@@ -80,6 +84,8 @@ export class PostgresJobStore implements JobStore {
   private readonly operator: OperatorQueries;
   private readonly scheduleQueries: ScheduleQueries;
   private readonly completeSql: string;
+  private readonly executor: SqlExecutor;
+  private readonly dependencySql: DependencySql;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -91,7 +97,12 @@ export class PostgresJobStore implements JobStore {
     const tables = jobTables(schema);
     const named = statementNamer(schema, settings.synchronousClaims);
     const outcomes = outcomeSql(tables);
-    this.enqueuer = new JobEnqueuer(executor, enqueueSql(tables), named);
+    const enqueue = enqueueSql(tables);
+    this.executor = executor;
+    this.dependencySql = dependencySql(tables);
+    this.enqueuer = new JobEnqueuer(executor, enqueue, named, new DependentEnqueuer(this.dependencySql, enqueue), (work) =>
+      inTransaction(pool, settings.prepare, work),
+    );
     this.claimer = new JobClaimer(pool, executor, claimSql(tables), named, schema, settings);
     this.outcomes = new OutcomeWriter(executor, outcomes, named, settings.deleteOnComplete);
     const admin = adminSql(tables);
@@ -290,6 +301,10 @@ export class PostgresJobStore implements JobStore {
 
   appendJobLogs(lease: Lease, workerId: string, lines: readonly JobLogLine[], keep: number): Promise<boolean> {
     return this.operator.appendJobLogs(lease, workerId, lines, keep);
+  }
+
+  async listDependencies(jobId: string): Promise<JobDependency[]> {
+    return (await this.executor.query<JobDependency>(this.dependencySql.listDependencies, [jobId])).rows;
   }
 
   reportProgress(lease: Lease, progressJson: string): Promise<boolean> {

@@ -3,12 +3,16 @@ import type { NewJob } from '../persistence/job.store.js';
 import type { EnqueueOptions } from '../base/enqueue-options.js';
 import { findUnserialisable, isPlainJsonValue } from './payload-check.js';
 import { hasLoneSurrogate, jsonbRefusal } from '../persistence/json-text.js';
+import { MAX_DEPENDENCIES } from '../persistence/dependent-enqueuer.js';
 
 const INT4_MAX = 2_147_483_647;
 const MAX_TYPE_LENGTH = 200;
 const MAX_KEY_LENGTH = 512;
 /** Anything later than this is a mistake in units, and overflows PostgreSQL's interval maths anyway. */
 const MAX_DELAY_MS = 10 * 365 * 24 * 3600 * 1000;
+/** A job id: a positive bigint in its canonical decimal form. */
+const JOB_ID = /^[1-9][0-9]{0,18}$/;
+const BIGINT_MAX = 9_223_372_036_854_775_807n;
 
 /**
  * Turns one enqueue call's input into a row to insert, or throws InvalidJobError naming the field.
@@ -106,6 +110,16 @@ export function validateJob(
     if (idempotencyKey !== null) throw new InvalidJobError(field('debounce'), 'cannot be combined with options.idempotencyKey; use one or the other');
     delayMs = debounce.delayMs;
   }
+  const dependencies = o.dependsOn === undefined ? null : checkedDependencies(field('dependsOn'), o.dependsOn);
+  if (o.onDependencyFailure !== undefined) {
+    if (o.onDependencyFailure !== 'cancel' && o.onDependencyFailure !== 'run') {
+      throw new InvalidJobError(field('onDependencyFailure'), `must be 'cancel' or 'run' (got ${show(o.onDependencyFailure)})`);
+    }
+    if (dependencies === null) throw new InvalidJobError(field('onDependencyFailure'), 'needs options.dependsOn: it says what a failed dependency does');
+  }
+  if (dependencies !== null && debounceKey !== null) {
+    throw new InvalidJobError(field('dependsOn'), 'cannot be combined with options.debounce: a debounced job is replaced while it waits');
+  }
   if (o.manager !== undefined && (typeof o.manager?.query !== 'function' || !o.manager.connection)) {
     throw new InvalidJobError(field('manager'), 'must be a TypeORM EntityManager (the one your transaction callback receives)');
   }
@@ -122,7 +136,27 @@ export function validateJob(
     orderingKey,
     ...(uniqueForMs !== null ? { uniqueForMs } : {}),
     ...(debounceKey !== null ? { debounceKey } : {}),
+    ...(dependencies !== null && dependencies.length > 0
+      ? { dependsOn: dependencies, onDependencyFailure: o.onDependencyFailure ?? 'cancel', dependsOnField: field('dependsOn') }
+      : {}),
   };
+}
+
+/** Job ids as the database prints them (a bigint's decimal text), each once. */
+function checkedDependencies(field: string, value: unknown): string[] {
+  if (!Array.isArray(value)) throw new InvalidJobError(field, `must be an array of job ids (got ${show(value)})`);
+  if (value.length > MAX_DEPENDENCIES) {
+    throw new InvalidJobError(field, `must list at most ${MAX_DEPENDENCIES.toLocaleString('en-US')} jobs (got ${value.length}); add a job that depends on a batch, and depend on that`);
+  }
+  const ids = new Set<string>();
+  for (let i = 0; i < value.length; i++) {
+    const id = value[i];
+    if (typeof id !== 'string' || !JOB_ID.test(id) || BigInt(id) > BIGINT_MAX) {
+      throw new InvalidJobError(`${field}[${i}]`, `must be a job id, as enqueue returned it (got ${show(id)})`);
+    }
+    ids.add(id);
+  }
+  return [...ids];
 }
 
 /** A given idempotency or ordering key: a short non-empty string PostgreSQL can index. */
