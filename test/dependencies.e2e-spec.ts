@@ -85,6 +85,7 @@ describe('job dependencies', () => {
     expect(await statusOf(b.id)).toBe('blocked');
     expect(await statusOf(c.id)).toBe('blocked');
     expect((await producer.admin.stats()).byType['wf.final'].blocked).toBe(2);
+    expect((await producer.admin.listJobs({ status: 'blocked', type: 'wf.final' })).jobs.map((j) => j.id)).toEqual([c.id, b.id]);
     gates.get(1)!();
     await waitFor(async () => (await statusOf(c.id)) === 'completed', { message: 'the chain to finish' });
     expect(seen.get(b.id)).toEqual([{ id: a.id, type: 'wf.gate', status: 'completed', result: { n: 1 } }]);
