@@ -1,9 +1,9 @@
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { JobQueueConfigError } from '../errors/job-queue-config.error.js';
 import { createScratchDatabase, type ScratchDatabase } from '../persistence/scratch-database.js';
+import { freePort } from './free-port.js';
 
 export type TestDatabase = ScratchDatabase;
 
@@ -45,15 +45,4 @@ async function startEmbedded(): Promise<string> {
   await server.initialise();
   await server.start();
   return `postgres://postgres:postgres@127.0.0.1:${port}/postgres`;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no free port'))));
-    });
-  });
 }
