@@ -202,31 +202,6 @@ describe('job dependencies', () => {
     expect(await job(child.id)).toMatchObject({ status: 'cancelled', lastError: `dependency ${parent.id} (wf.step) was deleted` });
   });
 
-  it('retention keeps a finished job while a job that depends on it has not finished, then deletes both, edges included', async () => {
-    const store = new PostgresJobStore(appDataSource, 'job_queue', { prepare: false, synchronousClaims: true });
-    const prune = async () => {
-      await db.query(`DELETE FROM job_queue.retention_walk`);
-      return store.asMaintenanceLeader((leader) => new RetentionPruner({ completedMs: 3_600_000, deadMs: 3_600_000, startsMs: 0 }).runOnce(leader));
-    };
-    const done = await producer.producer.enqueue('wf.step', { n: 5 });
-    await waitFor(async () => (await statusOf(done.id)) === 'completed', { message: 'the first job' });
-    const later = await producer.producer.enqueue('wf.step', { n: 6 }, { delayMs: 3_600_000 });
-    const child = await producer.producer.enqueue('wf.final', {}, { dependsOn: [done.id, later.id] });
-    // Finished long ago, by the clock retention reads.
-    await db.query(`UPDATE job_queue.jobs SET completed_at = now() - interval '2 hours' WHERE id = $1`, [done.id]);
-    await prune();
-    expect(await statusOf(done.id)).toBe('completed');
-
-    await producer.admin.cancel(later.id);
-    expect(await statusOf(child.id)).toBe('cancelled');
-    await db.query(`UPDATE job_queue.jobs SET created_at = now() - interval '2 hours' WHERE id IN ($1, $2)`, [child.id, later.id]);
-    await prune();
-    expect(await job(done.id)).toBeNull();
-    expect(await job(child.id)).toBeNull();
-    const [{ edges }] = await db.query<{ edges: number }>(`SELECT count(*)::int AS edges FROM job_queue.job_dependencies WHERE job_id = $1`, [child.id]);
-    expect(edges).toBe(0);
-  });
-
   it('refuses unknown ids, non-ids, too many ids and bad combinations, naming the field, and writes nothing', async () => {
     const parent = await producer.producer.enqueue('wf.step', { n: 1 }, { delayMs: 3_600_000 });
     const [{ total: before }] = await db.query<{ total: number }>(`SELECT count(*)::int AS total FROM job_queue.jobs`);
@@ -367,5 +342,51 @@ describe('job dependencies with retention.completedMs 0', () => {
       },
       { timeoutMs: 30_000, message: 'retention to delete the workflow' },
     );
+  });
+});
+
+describe('job dependencies and retention', () => {
+  let db: TestDatabase;
+  let app: QueueApp;
+  let dataSource: DataSource;
+  let store: PostgresJobStore;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(inject('adminUrl'));
+    app = await startQueueApp(db.url, { runWorker: false });
+    dataSource = await new DataSource({ type: 'postgres', url: db.url, extra: { max: 2 } }).initialize();
+    store = new PostgresJobStore(dataSource, 'job_queue', { prepare: false, synchronousClaims: true });
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await dataSource?.destroy();
+    await db?.drop();
+  });
+
+  /** One retention pass over the whole (small) table, everything created three hours ago. */
+  const prune = async () => {
+    await db.query(`UPDATE job_queue.jobs SET created_at = now() - interval '3 hours'`);
+    await db.query(`DELETE FROM job_queue.retention_walk`);
+    return store.asMaintenanceLeader((leader) => new RetentionPruner({ completedMs: 3_600_000, deadMs: 3_600_000, startsMs: 0 }).runOnce(leader));
+  };
+  const statusOf = async (id: string) => (await app.admin.getJob(id))?.status ?? null;
+
+  it('keeps a finished job while a job that depends on it has not finished, then deletes both, edges included', async () => {
+    const done = await app.producer.enqueue('wf.step', { n: 5 }, { delayMs: 3_600_000 });
+    const later = await app.producer.enqueue('wf.step', { n: 6 }, { delayMs: 3_600_000 });
+    const child = await app.producer.enqueue('wf.final', {}, { dependsOn: [done.id, later.id] });
+    // The first completes (as a worker's completion would: the trigger counts the child down).
+    await db.query(`UPDATE job_queue.jobs SET status = 'completed', completed_at = now() - interval '2 hours' WHERE id = $1`, [done.id]);
+    expect((await app.admin.getJob(child.id))!.status).toBe('blocked');
+    expect((await prune()).completed).toBe(0);
+    expect(await statusOf(done.id)).toBe('completed');
+
+    await app.admin.cancel(later.id);
+    expect(await statusOf(child.id)).toBe('cancelled');
+    expect(await prune()).toMatchObject({ completed: 1, cancelled: 2 });
+    expect([await statusOf(done.id), await statusOf(later.id), await statusOf(child.id)]).toEqual([null, null, null]);
+    const [{ edges }] = await db.query<{ edges: number }>(`SELECT count(*)::int AS edges FROM job_queue.job_dependencies`);
+    expect(edges).toBe(0);
   });
 });
