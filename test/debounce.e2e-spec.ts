@@ -106,6 +106,27 @@ describe('debounce and unique windows', () => {
     expect(await producers[0].producer.enqueue('db.report', {}, { idempotencyKey: 'forever' })).toEqual({ id: plain.id, deduplicated: true });
   });
 
+  it('an enqueueMany with debounced items is one transaction: a failing item leaves nothing written', async () => {
+    await db.query(`
+      CREATE FUNCTION refuse_db_refused() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'refused by the test'; END $$`);
+    await db.query(`CREATE TRIGGER refuse_db_refused BEFORE INSERT ON job_queue.jobs FOR EACH ROW WHEN (NEW.type = 'db.refused') EXECUTE FUNCTION refuse_db_refused()`);
+    try {
+      const failed = await producers[0].producer
+        .enqueueMany([
+          { type: 'db.reindex', payload: { rev: 1 }, options: { debounce: { key: 'atomic', delayMs: 60_000 } } },
+          { type: 'db.refused', payload: {} },
+        ])
+        .catch((error: unknown) => error);
+      expect(failed).toBeInstanceOf(Error);
+      const [{ written }] = await db.query<{ written: number }>(`SELECT count(*)::int AS written FROM job_queue.jobs WHERE debounce_key = 'atomic'`);
+      expect(written).toBe(0);
+    } finally {
+      await db.query('DROP TRIGGER refuse_db_refused ON job_queue.jobs');
+      await db.query('DROP FUNCTION refuse_db_refused()');
+    }
+  });
+
   it('refuses a debounce without a key, a negative delay, or combined with a start or a key; uniqueForMs without a key', async () => {
     const { producer } = producers[0];
     const refusals: Array<[Record<string, unknown>, string]> = [

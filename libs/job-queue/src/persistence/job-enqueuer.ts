@@ -50,9 +50,14 @@ export class JobEnqueuer {
 
   /**
    * A batch where some job depends on others goes in as a whole in one transaction (the caller's,
-   * or one of its own): the jobs it depends on stay locked until then. Any other batch as below.
+   * or one of its own): the jobs it depends on stay locked until then. So does a batch with
+   * debounced jobs. Any other batch as below.
    */
   private insertAny(jobs: readonly NewJob[], executor: SqlExecutor, manager: EntityManager | undefined): Promise<EnqueuedJob[]> {
+    if (jobs.some((job) => job.debounceKey) && jobs.length > 1 && !manager) {
+      // Debounced jobs take a statement each: one transaction keeps the batch whole.
+      return this.inTransaction((inTransaction) => this.insert(jobs, inTransaction, false));
+    }
     if (!jobs.some((job) => job.dependsOn?.length)) return this.insert(jobs, executor, manager === undefined);
     const work = async (inTransaction: SqlExecutor) => {
       await this.expireWindows(jobs, inTransaction);
@@ -120,8 +125,7 @@ export class JobEnqueuer {
 
   /**
    * A batch with debounced jobs: each of those by its own statement, in input order, the others
-   * together. In the caller's transaction (`manager`) all of it commits or none; on the pool, each
-   * statement commits on its own.
+   * together, in one transaction (the caller's, or one of insertAny's), so all of it commits or none.
    */
   private async insertWithDebounced(jobs: readonly NewJob[], executor: SqlExecutor, named: boolean): Promise<EnqueuedJob[]> {
     const results: EnqueuedJob[] = new Array(jobs.length);
