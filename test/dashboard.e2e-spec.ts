@@ -199,7 +199,10 @@ describe('the dashboard', () => {
     for (let i = 0; i < 40; i++) await producer.enqueue('ui.quick', { i });
     for (let i = 0; i < 3; i++) await producer.enqueue('ui.poison', { to: `user${i}@example.com` });
     await admin.pause('ui.parked');
-    for (let i = 0; i < 5; i++) await producer.enqueue('ui.parked', { i });
+    const parked: string[] = [];
+    for (let i = 0; i < 5; i++) parked.push((await producer.enqueue('ui.parked', { i })).id);
+    // A report waiting for the parked jobs (blocked).
+    for (let i = 0; i < 2; i++) await producer.enqueue('ui.report', { i }, { dependsOn: parked });
     await waitFor(async () => (await admin.stats()).dead >= 3, { message: 'dead letters' });
     await new Promise((resolve) => setTimeout(resolve, 500));
     const context = await browser.newContext({ extraHTTPHeaders: { 'x-dashboard-token': TOKEN, 'x-role': 'admin' }, viewport: { width: 1280, height: 900 } });

@@ -14,7 +14,7 @@ header nav a.active, header nav a:hover { color:#fff; }
 header .live { margin-left:auto; font-size:12px; color:#98a2b3; }
 main { max-width:1180px; margin:0 auto; padding:24px; }
 h1 { font-size:22px; margin:0 0 16px; } h2 { font-size:15px; margin:0 0 12px; color:#344054; }
-.grid { display:grid; gap:16px; } .cols-6 { grid-template-columns:repeat(6,1fr); } .cols-2 { grid-template-columns:1fr 1fr; }
+.grid { display:grid; gap:16px; } .cols-stats { grid-template-columns:repeat(auto-fit,minmax(120px,1fr)); } .cols-2 { grid-template-columns:1fr 1fr; }
 .card { background:var(--card); border:1px solid var(--line); border-radius:10px; padding:16px 18px; }
 .stat { border-top:3px solid var(--c); } .stat .n { font-size:26px; font-weight:650; } .stat .l { color:var(--muted); text-transform:capitalize; }
 .stat a { color:inherit; text-decoration:none; }

@@ -62,7 +62,7 @@ export function overviewPage(base: string, data: OverviewData, allowed: Readonly
     'Overview',
     'overview',
     `<h1>Overview</h1>
-<div class="grid cols-6">${totals}</div>
+<div class="grid cols-stats">${totals}</div>
 <div class="card" style="margin-top:16px"><h2>Throughput, last hour</h2>${throughputChart(data.throughput)}</div>
 <div class="grid cols-2" style="margin-top:16px">
   <div class="card"><h2>Live workers</h2>${workers}</div>
