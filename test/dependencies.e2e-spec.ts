@@ -267,7 +267,8 @@ describe('job dependencies', () => {
     gates.get(3)!();
     // The completion waits for the enqueue's transaction (the parent's row lock).
     await waitFor(
-      async () => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`))[0].n > 0,
+      async () =>
+        (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))[0].n > 0,
       { message: 'the completion to wait for the lock' },
     );
     expect(await statusOf(parent.id)).toBe('processing');
