@@ -132,6 +132,38 @@ describe('the dashboard', () => {
     await context.close();
   });
 
+  it('shows what a blocked job waits for, linked, and cancels it from its page', async () => {
+    const context = await browser.newContext({ extraHTTPHeaders: { 'x-dashboard-token': TOKEN, 'x-role': 'admin' } });
+    const page = await context.newPage();
+    const producer = express.app.get(JobProducer);
+    const admin = express.app.get(JobQueueAdmin);
+    await admin.pause('ui.parked');
+    try {
+      const first = await producer.enqueue('ui.parked', { n: 1 });
+      const second = await producer.enqueue('ui.parked', { n: 2 });
+      const { id } = await producer.enqueue('ui.report', {}, { dependsOn: [first.id, second.id] });
+      await page.goto(`${express.base}/jobs/${id}`);
+      expect(await page.locator('h1 .badge').textContent()).toBe('blocked');
+      const card = page.locator('.card.dependencies');
+      expect(await card.locator('h2').textContent()).toBe('Depends on (0 of 2 completed)');
+      expect(await card.locator('.badge').allTextContents()).toEqual(['pending', 'pending']);
+      const listed = (await (await fetch(`${express.base}/api/jobs/${id}/dependencies`, { headers: { 'x-dashboard-token': TOKEN } })).json()) as Array<{ id: string }>;
+      expect(listed.map((d) => d.id)).toEqual([first.id, second.id]);
+
+      page.on('dialog', (dialog) => void dialog.accept());
+      await page.click('button[data-action$="/cancel"]');
+      await page.waitForFunction(`document.querySelector('h1 .badge')?.textContent === 'cancelled'`, undefined, { timeout: 15_000 });
+      expect((await admin.getJob(id))?.status).toBe('cancelled');
+      await page.click(`.card.dependencies a[href$="/jobs/${first.id}"]`);
+      await page.waitForURL(`**/queue/jobs/${first.id}`);
+      await admin.cancel(first.id);
+      await admin.cancel(second.id);
+    } finally {
+      await admin.resume('ui.parked');
+      await context.close();
+    }
+  });
+
   it('refuses a browser without the guard’s credentials', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();

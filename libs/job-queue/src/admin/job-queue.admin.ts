@@ -5,6 +5,7 @@ import { JobStateError } from '../errors/job-state.error.js';
 import { JOB_STORE } from '../base/job-queue.constants.js';
 import type { CircuitRecord, JobPage, JobStats, JobStore, ThroughputMinute, WorkerRecord } from '../persistence/job.store.js';
 import type { JobStatus } from '../base/job-status.js';
+import type { JobDependency } from '../base/job-context.js';
 import { JobQueueEvents } from '../events/job-queue.events.js';
 import { integerIn, optionalCursor, optionalStatus, optionalType, requiredType } from './operator-input.js';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
@@ -199,6 +200,14 @@ export class JobQueueAdmin {
   /** The job, or null for an unknown id. */
   getJob(id: string): Promise<JobRecord | null> {
     return this.store.getJob(String(id));
+  }
+
+  /**
+   * The jobs a job depends on (`dependsOn`), in id order, with their status and result: what a
+   * `blocked` job waits for. Empty for a job without dependencies (or one that does not exist).
+   */
+  dependencies(id: string): Promise<JobDependency[]> {
+    return this.store.listDependencies(String(id));
   }
 
   stats(): Promise<JobStats> {

@@ -1,6 +1,7 @@
 import type { ScheduleInfo } from '../admin/job-queue.admin.js';
 import type { JobRecord } from '../persistence/job-record.js';
 import { JOB_STATUSES } from '../base/job-status.js';
+import type { JobDependency } from '../base/job-context.js';
 import type { CircuitRecord, JobPage, JobStats, ThroughputMinute, WorkerRecord } from '../persistence/job.store.js';
 import { page } from './dashboard-layout.js';
 import type { DashboardAction } from './dashboard-options.js';
@@ -105,11 +106,21 @@ ${listing.nextCursor ? `<p><a href="${escapeHtml(query({ cursor: listing.nextCur
   );
 }
 
-export function jobPage(base: string, job: JobRecord, allowed: ReadonlySet<DashboardAction>): string {
+/** Dependencies listed on a job's page at most; the rest are counted. */
+const MAX_LISTED_DEPENDENCIES = 100;
+
+export function jobPage(base: string, job: JobRecord, allowed: ReadonlySet<DashboardAction>, dependencies: readonly JobDependency[] = []): string {
   const actions = [
     job.status === 'dead' && allowed.has('retry') ? button(`jobs/${job.id}/retry`, 'Retry', 'primary') : '',
-    ['pending', 'failed', 'processing'].includes(job.status) && allowed.has('cancel') ? button(`jobs/${job.id}/cancel`, 'Cancel', 'danger', 'Cancel this job?') : '',
+    ['pending', 'failed', 'processing', 'blocked'].includes(job.status) && allowed.has('cancel') ? button(`jobs/${job.id}/cancel`, 'Cancel', 'danger', 'Cancel this job?') : '',
   ].join(' ');
+  const listed = dependencies.slice(0, MAX_LISTED_DEPENDENCIES);
+  const waitsFor = dependencies.length
+    ? `<div class="card dependencies" style="margin-top:16px"><h2>Depends on (${dependencies.filter((d) => d.status === 'completed').length} of ${dependencies.length} completed)</h2>
+<table><tr><th>Job</th><th>Type</th><th>Status</th></tr>${listed
+        .map((d) => `<tr><td><a href="${escapeHtml(`${base}/jobs/${d.id}`)}">#${escapeHtml(d.id)}</a></td><td>${escapeHtml(d.type)}</td><td>${badge(d.status)}</td></tr>`)
+        .join('')}</table>${dependencies.length > listed.length ? `<div class="empty">and ${dependencies.length - listed.length} more</div>` : ''}</div>`
+    : '';
   const timeline: Array<[string, Date | null]> = [
     ['created', job.createdAt],
     ['due', job.runAt],
@@ -141,6 +152,7 @@ export function jobPage(base: string, job: JobRecord, allowed: ReadonlySet<Dashb
   <div class="card"><h2>Payload</h2>${jsonBlock(job.payload)}</div>
   <div class="card"><h2>Result</h2>${jsonBlock(job.result ?? null)}<h2 style="margin-top:12px">Progress</h2>${jsonBlock(job.progress ?? null)}</div>
 </div>
+${waitsFor}
 <div class="card" style="margin-top:16px"><h2>Attempts that failed</h2>${errors}</div>
 <div class="card" style="margin-top:16px"><h2>Log</h2>${logs}</div>`,
   );

@@ -71,7 +71,7 @@ export function dashboardController(options: JobQueueDashboardOptions): Type<unk
     async job(@Req() request: RequestLike, @Param('id') id: string): Promise<string> {
       const job = await this.admin.getJob(id);
       if (!job) throw new NotFoundException(`No job with id ${id}.`);
-      return jobPage(base(request, path), job, await this.allowed(request));
+      return jobPage(base(request, path), job, await this.allowed(request), await this.admin.dependencies(job.id));
     }
 
     @Get('api/stats')
@@ -95,6 +95,13 @@ export function dashboardController(options: JobQueueDashboardOptions): Type<unk
       const job = await this.admin.getJob(id);
       if (!job) throw new NotFoundException(`No job with id ${id}.`);
       return job;
+    }
+
+    @Get('api/jobs/:id/dependencies')
+    async dependencies(@Param('id') id: string) {
+      const job = await this.admin.getJob(id);
+      if (!job) throw new NotFoundException(`No job with id ${id}.`);
+      return this.admin.dependencies(job.id);
     }
 
     @Get('api/workers')
