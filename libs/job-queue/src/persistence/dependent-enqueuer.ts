@@ -1,6 +1,7 @@
 import { InvalidJobError } from '../errors/invalid-job.error.js';
 import type { DependencySql } from './dependency.sql.js';
 import type { EnqueueSql } from './enqueue.sql.js';
+import { enqueueColumns } from './job-enqueuer.js';
 import type { EnqueuedJob, NewJob } from './job.store.js';
 import { FINISHED_STATUSES, type JobStatus } from '../base/job-status.js';
 import type { SqlExecutor } from './sql-executor.js';
@@ -42,17 +43,7 @@ export class DependentEnqueuer {
       }
     });
     const { rows } = await executor.query<{ ord: number; id: string; inserted: boolean }>(this.sql.enqueueDependent, [
-      jobs.map((j) => j.type),
-      jobs.map((j) => j.payloadJson),
-      jobs.map((j) => j.priority),
-      jobs.map((j) => j.maxAttempts),
-      jobs.map((j) => j.runAt),
-      jobs.map((j) => j.delayMs),
-      jobs.map((j) => j.idempotencyKey),
-      jobs.map((j) => j.maxAttemptsFromJob),
-      jobs.map((j) => j.notifyOnFinish),
-      jobs.map((j) => j.orderingKey),
-      jobs.map((j) => j.traceContext ?? null),
+      ...enqueueColumns(jobs),
       starts.map((s) => s.status),
       starts.map((s) => s.left),
       jobs.map((j) => (j.dependsOn?.length ? (j.onDependencyFailure ?? 'cancel') : null)),

@@ -74,19 +74,11 @@ export class JobEnqueuer {
     let remaining = jobs.map((job, index) => ({ job, index }));
     for (let round = 0; round < MAX_ENQUEUE_ROUNDS && remaining.length > 0; round++) {
       const batch = remaining.map((entry) => entry.job);
-      const { rows } = await executor.query<{ ord: number; id: string; inserted: boolean }>(this.sql.enqueue, [
-        batch.map((j) => j.type),
-        batch.map((j) => j.payloadJson),
-        batch.map((j) => j.priority),
-        batch.map((j) => j.maxAttempts),
-        batch.map((j) => j.runAt),
-        batch.map((j) => j.delayMs),
-        batch.map((j) => j.idempotencyKey),
-        batch.map((j) => j.maxAttemptsFromJob),
-        batch.map((j) => j.notifyOnFinish),
-        batch.map((j) => j.orderingKey),
-        batch.map((j) => j.traceContext ?? null),
-      ], named ? this.named('enqueue') : undefined);
+      const { rows } = await executor.query<{ ord: number; id: string; inserted: boolean }>(
+        this.sql.enqueue,
+        enqueueColumns(batch),
+        named ? this.named('enqueue') : undefined,
+      );
       const conflicts: typeof remaining = [];
       for (const row of rows) {
         const entry = remaining[row.ord - 1];
@@ -184,6 +176,26 @@ export class JobEnqueuer {
     if (ids.length !== jobs.length) throw new Error(`Enqueue inserted ${ids.length} of ${jobs.length} jobs; nothing should be missing.`);
     return ids.map((id) => ({ id, deduplicated: false }));
   }
+}
+
+/**
+ * The columns of the keyed enqueue statements (enqueue, enqueueDependent: $1–$11), one array
+ * each, in their parameter order.
+ */
+export function enqueueColumns(jobs: readonly NewJob[]): unknown[][] {
+  return [
+    jobs.map((j) => j.type),
+    jobs.map((j) => j.payloadJson),
+    jobs.map((j) => j.priority),
+    jobs.map((j) => j.maxAttempts),
+    jobs.map((j) => j.runAt),
+    jobs.map((j) => j.delayMs),
+    jobs.map((j) => j.idempotencyKey),
+    jobs.map((j) => j.maxAttemptsFromJob),
+    jobs.map((j) => j.notifyOnFinish),
+    jobs.map((j) => j.orderingKey),
+    jobs.map((j) => j.traceContext ?? null),
+  ];
 }
 
 /** A job that is not due at once: the enqueue then tells workers when it will be. */
