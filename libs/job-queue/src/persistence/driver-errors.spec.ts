@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidJobError } from '../errors/invalid-job.error.js';
 import { StoreRefusedDataError } from '../errors/store-refused-data.error.js';
 import { StoreUnavailableError } from '../errors/store-unavailable.error.js';
-import { isReadOnlyServer, isRefusedData, isUnavailable, sqlStateOf, toStoreError } from './driver-errors.js';
+import { isReadOnlyServer, isRefusedData, isTransactionConflict, isUnavailable, sqlStateOf, toStoreError } from './driver-errors.js';
 
 /** An error as node-postgres builds it from the server's ErrorResponse. */
 const pgError = (code: string, message = `pg ${code}`) => Object.assign(new pg.DatabaseError(message, 0, 'error'), { code, severity: 'ERROR' });
@@ -19,6 +19,16 @@ describe('driver errors', () => {
     expect(sqlStateOf(Object.assign(new Error('wrapped elsewhere'), { driverError: pgError('08006') }))).toBe('08006');
     for (const error of [systemError('EPIPE'), new Error('no code'), Object.assign(new Error('x'), { code: 42 }), undefined, null]) {
       expect(sqlStateOf(error)).toBeNull();
+    }
+  });
+
+  it('tells a transaction a conflict rolled back (class 40), bare or inside the store error', () => {
+    for (const code of ['40P01', '40001']) {
+      expect(isTransactionConflict(pgError(code))).toBe(true);
+      expect(isTransactionConflict(toStoreError(pgError(code)))).toBe(true);
+    }
+    for (const error of [pgError('08006'), pgError('23505'), systemError('ECONNRESET'), toStoreError(pgError('57P01')), new Error('x')]) {
+      expect(isTransactionConflict(error)).toBe(false);
     }
   });
 

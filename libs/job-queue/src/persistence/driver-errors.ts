@@ -50,6 +50,16 @@ export function isUnavailable(error: unknown): boolean {
 }
 
 /**
+ * The transaction was rolled back by a conflict with another (class 40: a deadlock, a
+ * serialization failure): run again, it usually goes through. `error` is the driver's error or
+ * the store error wrapping it (`cause`).
+ */
+export function isTransactionConflict(error: unknown): boolean {
+  const state = sqlStateOf(error) ?? sqlStateOf((error as { cause?: unknown } | null)?.cause);
+  return state !== null && state.startsWith('40');
+}
+
+/**
  * The server refused a write because it takes none (25006): the driver's error, or a server
  * message (ErrorResponse) as node-postgres reports it. Such a connection stays on that server, so
  * it is closed rather than pooled: a new one goes where the address now leads (the new primary).

@@ -2,8 +2,12 @@ import type { EntityManager } from 'typeorm';
 import type { DependentEnqueuer } from './dependent-enqueuer.js';
 import type { EnqueueSql } from './enqueue.sql.js';
 import type { EnqueuedJob, NewJob } from './job.store.js';
+import { isTransactionConflict } from './driver-errors.js';
 import { managerExecutor, type SqlExecutor } from './sql-executor.js';
 import type { StatementNamer } from './statement-names.js';
+
+/** Tries of an enqueue transaction that a deadlock or serialization failure rolled back. */
+const MAX_CONFLICT_RETRIES = 5;
 
 /** Enqueue retries when a conflicting idempotent row vanished between insert and lookup. */
 const MAX_ENQUEUE_ROUNDS = 3;
@@ -56,14 +60,32 @@ export class JobEnqueuer {
   private insertAny(jobs: readonly NewJob[], executor: SqlExecutor, manager: EntityManager | undefined): Promise<EnqueuedJob[]> {
     if (jobs.some((job) => job.debounceKey) && jobs.length > 1 && !manager) {
       // Debounced jobs take a statement each: one transaction keeps the batch whole.
-      return this.inTransaction((inTransaction) => this.insert(jobs, inTransaction, false));
+      return this.inTransactionRetried((inTransaction) => this.insert(jobs, inTransaction, false));
     }
     if (!jobs.some((job) => job.dependsOn?.length)) return this.insert(jobs, executor, manager === undefined);
     const work = async (inTransaction: SqlExecutor) => {
       await this.expireWindows(jobs, inTransaction);
       return this.dependents.insert(jobs, inTransaction);
     };
-    return manager ? work(executor) : this.inTransaction(work);
+    return manager ? work(executor) : this.inTransactionRetried(work);
+  }
+
+  /**
+   * A transaction of this enqueue's own, run again when a conflict rolled it back. Locking the jobs
+   * a batch depends on can deadlock with a worker's completion of them (its rows are locked in
+   * the order its plan meets them); the server then rolls one of the two back. Nothing of a
+   * rolled-back try remains, so trying again is safe. In the caller's transaction the conflict
+   * reaches the caller, whose transaction PostgreSQL has rolled back.
+   */
+  private async inTransactionRetried<T>(work: (executor: SqlExecutor) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.inTransaction(work);
+      } catch (error) {
+        if (attempt >= MAX_CONFLICT_RETRIES || !isTransactionConflict(error)) throw error;
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+      }
+    }
   }
 
   private async insert(jobs: readonly NewJob[], executor: SqlExecutor, named: boolean): Promise<EnqueuedJob[]> {
