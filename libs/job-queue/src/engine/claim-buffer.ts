@@ -91,6 +91,11 @@ export class ClaimBuffer {
     return [...this.waiting, ...this.returning];
   }
 
+  /** Whether a claim is on its way back. */
+  get claimOutstanding(): boolean {
+    return this.claimOut;
+  }
+
   /** A claim is on its way (one at a time). */
   claimSent(): void {
     if (this.claimOut) throw new Error('ClaimBuffer: a claim is already out');

@@ -74,7 +74,7 @@ describe('createEngine', () => {
   it('lists no cron schedule before it starts, and drains at once when never started', async () => {
     const engine = engineOf();
     expect(engine.schedules()).toEqual([]);
-    expect(engine.status()).toEqual({ inFlight: 0, unstarted: 0, silentForMs: expect.any(Number) });
+    expect(engine.status()).toEqual({ inFlight: 0, unstarted: 0, claiming: false, silentForMs: expect.any(Number) });
     expect(await engine.drain()).toEqual({ finished: 0, released: 0 });
   });
 });

@@ -43,6 +43,8 @@ export interface EngineStatus {
   inFlight: number;
   /** Claimed into the buffer, not started yet. */
   unstarted: number;
+  /** A claim is on its way back (the jobs it took are in neither count yet). */
+  claiming: boolean;
   /** ms since the claim loop last went round (0 while it waits on the database). */
   silentForMs: number;
 }
@@ -124,7 +126,7 @@ export function createEngine({ options, store, handlers, events, logger, enqueue
     interrupt: (jobId) => worker.interrupt(jobId, 'cancelled'),
     nudge: () => worker.nudge(),
     wakeIn: (delayMs) => worker.wakeIn(delayMs),
-    status: () => ({ inFlight: worker.inFlight, unstarted: worker.unstarted, silentForMs: worker.silentForMs }),
+    status: () => ({ inFlight: worker.inFlight, unstarted: worker.unstarted, claiming: worker.claiming, silentForMs: worker.silentForMs }),
     schedules: () => (started ? scheduler.schedules : []),
     setPaused: (types) => worker.setPaused(types),
     schedulesChanged: () => scheduler.refresh(),

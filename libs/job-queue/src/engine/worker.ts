@@ -106,6 +106,11 @@ export class Worker implements LeaseHolder, AttemptOwner, AttemptStarter {
     return this.buffer.size;
   }
 
+  /** A claim is on its way back: the jobs it took are no longer waiting, and not here yet. */
+  get claiming(): boolean {
+    return this.buffer.claimOutstanding;
+  }
+
   /** Since the loop last went round (0 while it waits on the database); liveness reads it. */
   get silentForMs(): number {
     return this.waitingOnDatabase ? 0 : Math.round(monotonicNow() - this.lastProgressAt);

@@ -56,7 +56,8 @@ export class ManualDrain {
       for (;;) {
         await new Promise((resolve) => setTimeout(resolve, CHECK_EVERY_MS));
         const status = engine.status();
-        if (tally.total !== lastTotal || status.inFlight > 0 || status.unstarted > 0) {
+        // A claim on its way back has taken jobs that neither count nor countDue sees.
+        if (tally.total !== lastTotal || status.inFlight > 0 || status.unstarted > 0 || status.claiming) {
           lastTotal = tally.total;
           stillSince = Date.now();
           continue;
