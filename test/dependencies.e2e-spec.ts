@@ -202,6 +202,24 @@ describe('job dependencies', () => {
     expect(await job(child.id)).toMatchObject({ status: 'cancelled', lastError: `dependency ${parent.id} (wf.step) was deleted` });
   });
 
+  it('an enqueueMany mixing a debounced job and a dependent one keeps both rules, on the pool and in a transaction', async () => {
+    const parent = await producer.producer.enqueue('wf.step', { n: 1 }, { delayMs: 3_600_000 });
+    const check = async (batch: Array<{ id: string }>, key: string) => {
+      const [debounced, dependent] = batch;
+      const [row] = await db.query<{ debounce_key: string | null }>(`SELECT debounce_key FROM job_queue.jobs WHERE id = $1`, [debounced.id]);
+      expect(row.debounce_key).toBe(key);
+      expect(await statusOf(dependent.id)).toBe('blocked');
+      expect((await producer.admin.dependencies(dependent.id)).map((d) => d.id)).toEqual([parent.id]);
+    };
+    const items = (key: string, manager?: import('typeorm').EntityManager) => [
+      { type: 'wf.final', payload: {}, options: { debounce: { key, delayMs: 3_600_000 }, manager } },
+      { type: 'wf.final', payload: {}, options: { dependsOn: [parent.id], manager } },
+    ];
+    await check(await producer.producer.enqueueMany(items('mixed-pool')), 'mixed-pool');
+    await check(await appDataSource.transaction((manager) => producer.producer.enqueueMany(items('mixed-tx', manager))), 'mixed-tx');
+    await producer.admin.cancel(parent.id);
+  });
+
   it('refuses unknown ids, non-ids, too many ids and bad combinations, naming the field, and writes nothing', async () => {
     const parent = await producer.producer.enqueue('wf.step', { n: 1 }, { delayMs: 3_600_000 });
     const [{ total: before }] = await db.query<{ total: number }>(`SELECT count(*)::int AS total FROM job_queue.jobs`);

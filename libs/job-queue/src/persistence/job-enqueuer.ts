@@ -53,21 +53,14 @@ export class JobEnqueuer {
   }
 
   /**
-   * A batch where some job depends on others goes in as a whole in one transaction (the caller's,
-   * or one of its own): the jobs it depends on stay locked until then. So does a batch with
-   * debounced jobs. Any other batch as below.
+   * A batch that takes more than one statement goes in whole in one transaction (the caller's, or
+   * one of its own): one where some job depends on others (the jobs it depends on stay locked
+   * until then), or one with debounced jobs beside others. Any other batch is one statement.
    */
   private insertAny(jobs: readonly NewJob[], executor: SqlExecutor, manager: EntityManager | undefined): Promise<EnqueuedJob[]> {
-    if (jobs.some((job) => job.debounceKey) && jobs.length > 1 && !manager) {
-      // Debounced jobs take a statement each: one transaction keeps the batch whole.
-      return this.inTransactionRetried((inTransaction) => this.insert(jobs, inTransaction, false));
-    }
-    if (!jobs.some((job) => job.dependsOn?.length)) return this.insert(jobs, executor, manager === undefined);
-    const work = async (inTransaction: SqlExecutor) => {
-      await this.expireWindows(jobs, inTransaction);
-      return this.dependents.insert(jobs, inTransaction);
-    };
-    return manager ? work(executor) : this.inTransactionRetried(work);
+    const severalStatements = jobs.some((job) => job.dependsOn?.length) || (jobs.length > 1 && jobs.some((job) => job.debounceKey));
+    if (manager || !severalStatements) return this.insert(jobs, executor, manager === undefined);
+    return this.inTransactionRetried((inTransaction) => this.insert(jobs, inTransaction, false));
   }
 
   /**
@@ -91,6 +84,7 @@ export class JobEnqueuer {
   private async insert(jobs: readonly NewJob[], executor: SqlExecutor, named: boolean): Promise<EnqueuedJob[]> {
     if (jobs.some((job) => job.debounceKey)) return this.insertWithDebounced(jobs, executor, named);
     await this.expireWindows(jobs, executor);
+    if (jobs.some((job) => job.dependsOn?.length)) return this.dependents.insert(jobs, executor);
     if (jobs.every((job) => job.idempotencyKey === null)) return this.insertPlain(jobs, executor, named);
     const results: EnqueuedJob[] = new Array(jobs.length);
     let remaining = jobs.map((job, index) => ({ job, index }));
