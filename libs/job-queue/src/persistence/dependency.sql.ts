@@ -1,5 +1,13 @@
 import type { JobTables } from './job-tables.js';
 
+/**
+ * A CTE that deletes the edges of the jobs a sibling CTE `deleted` (id, had_dependencies) deleted:
+ * only those that depended on others have any. The job_id index finds them.
+ */
+export const edgesOfDeleted = (dependencies: string) => `edges_gone AS (
+        DELETE FROM ${dependencies} d USING deleted WHERE deleted.had_dependencies AND d.job_id = deleted.id
+      )`;
+
 /** Jobs that wait for others (`dependsOn`): the enqueue that builds the edges, and their reads. */
 export function dependencySql({ schema, jobs, dependencies }: JobTables) {
   return {

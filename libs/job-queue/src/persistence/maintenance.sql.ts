@@ -1,4 +1,7 @@
 import type { JobTables } from './job-tables.js';
+import { FINISHED_STATUSES } from '../base/job-status.js';
+import { edgesOfDeleted } from './dependency.sql.js';
+import { sqlStatusList } from './job-status.js';
 import { attemptError } from './outcome.sql.js';
 
 /**
@@ -17,11 +20,7 @@ export function maintenanceSql({ schema, jobs, starts, walk, channel, dependenci
    */
   const neededByDependants = (j: string) => `(${j}.has_dependants AND EXISTS (
           SELECT 1 FROM ${dependencies} d JOIN ${jobs} c ON c.id = d.job_id
-          WHERE d.depends_on = ${j}.id AND c.status NOT IN ('completed', 'dead', 'cancelled')))`;
-  /** The edges of deleted jobs that had dependencies (`deleted`: id, had_dependencies). */
-  const edgesOfDeleted = `edges_gone AS (
-        DELETE FROM ${dependencies} d USING deleted WHERE deleted.had_dependencies AND d.job_id = deleted.id
-      )`;
+          WHERE d.depends_on = ${j}.id AND c.status NOT IN ${sqlStatusList(FINISHED_STATUSES)}))`;
   return {
     /**
      * Transaction-scoped: released at commit, so a dead leader never blocks the next one. A leader
@@ -124,7 +123,7 @@ export function maintenanceSql({ schema, jobs, starts, walk, channel, dependenci
       ), deleted AS (
         DELETE FROM ${jobs} j USING doomed WHERE j.id = doomed.id
         RETURNING j.id, j.status, j.dependencies_left IS NOT NULL AS had_dependencies
-      ), ${edgesOfDeleted}, last AS (
+      ), ${edgesOfDeleted(dependencies)}, last AS (
         SELECT id, created_at FROM scanned ORDER BY id DESC LIMIT 1
       )
       SELECT (SELECT count(*) FROM scanned)::int AS scanned,
@@ -166,7 +165,7 @@ export function maintenanceSql({ schema, jobs, starts, walk, channel, dependenci
       ), deleted AS (
         DELETE FROM ${jobs} j USING doomed WHERE j.id = doomed.id
         RETURNING j.id, j.dependencies_left IS NOT NULL AS had_dependencies
-      ), ${edgesOfDeleted}
+      ), ${edgesOfDeleted(dependencies)}
       SELECT count(*)::int AS deleted FROM deleted`,
   };
 }

@@ -1,4 +1,5 @@
 import { RECORD_COLUMNS } from './admin.sql.js';
+import { edgesOfDeleted } from './dependency.sql.js';
 import type { JobTables } from './job-tables.js';
 
 /** Statuses a page lists through an index of that status alone (partial indexes of the jobs table). */
@@ -25,9 +26,7 @@ export function operatorSql({ jobs, workers, paused, throughput, channel, depend
     ), deleted AS (
       DELETE FROM ${jobs} j USING doomed WHERE j.id = doomed.id AND j.status = '${status}'
       RETURNING j.id, j.dependencies_left IS NOT NULL AS had_dependencies
-    ), edges_gone AS (
-      DELETE FROM ${dependencies} d USING deleted WHERE deleted.had_dependencies AND d.job_id = deleted.id
-    )
+    ), ${edgesOfDeleted(dependencies)}
     SELECT count(*)::int AS deleted FROM deleted`;
   return {
     /**
