@@ -35,6 +35,13 @@ export interface EnqueueOptions {
    * for a retry holds back the later ones of its key. Different keys run in parallel.
    */
   orderingKey?: string;
+  /**
+   * The tenant, customer or account it belongs to. A type whose handler sets `groupConcurrency`
+   * starts its jobs in turn across groups (one group's backlog cannot hold back another's jobs)
+   * and runs at most that many of one group at once, across all workers. Elsewhere it is
+   * recorded and shown, and changes nothing.
+   */
+  group?: string;
   /** Attempts before dead-lettering, for this job only. */
   maxAttempts?: number;
   /** Enqueue inside the caller's transaction: the job exists only if it commits. */

@@ -15,6 +15,7 @@ export function handlerStub(overrides: Partial<RegisteredHandler> = {}): Registe
     circuitBreaker: null,
     rateLimit: null,
     globalConcurrency: null,
+    groupConcurrency: null,
     schedule: null,
     invoke: () => undefined,
     ...overrides,

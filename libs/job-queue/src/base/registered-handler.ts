@@ -16,6 +16,8 @@ export interface RegisteredHandler {
   readonly circuitBreaker: { readonly failureThreshold: number; readonly cooldownMs: number } | null;
   readonly rateLimit: { readonly max: number; readonly perMs: number } | null;
   readonly globalConcurrency: number | null;
+  /** Jobs of one group running at once across all workers; set: the type's jobs are started in turn across groups. */
+  readonly groupConcurrency: number | null;
   readonly schedule: HandlerSchedule | null;
   invoke(payload: unknown, job: JobContext): unknown;
 }

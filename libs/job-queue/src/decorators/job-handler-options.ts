@@ -32,6 +32,13 @@ export interface JobHandlerOptions {
   /** At most this many jobs of this type running at once, across all workers. */
   globalConcurrency?: number;
   /**
+   * Tenant fairness: jobs of this type are started in turn across their groups (`group` at
+   * enqueue), so one group's backlog cannot hold back another group's jobs, and at most this many
+   * jobs of one group run at once, across all workers. To share turns without a cap of its own,
+   * set it to `concurrency` or more.
+   */
+  groupConcurrency?: number;
+  /**
    * Schedule: a 5-field cron expression (6 with seconds first). Exactly one job per slot across
    * all processes, with payload `{ scheduledFor }` (ISO 8601, UTC).
    */

@@ -81,6 +81,8 @@ export function resolveHandler(
     rateLimit: resolvePair(where, 'rateLimit', options.rateLimit, 'max', 'perMs', (r) => ({ max: r.max, perMs: r.perMs })),
     globalConcurrency:
       options.globalConcurrency === undefined ? null : positiveInteger(`${where} globalConcurrency`, options.globalConcurrency),
+    groupConcurrency:
+      options.groupConcurrency === undefined ? null : positiveInteger(`${where} groupConcurrency`, options.groupConcurrency),
     schedule: resolveSchedule(where, options.cron, options.timezone),
     invoke,
   });

@@ -21,6 +21,8 @@ export interface TypeCapacity {
   transactional?: boolean;
   rateLimit?: { max: number; perMs: number } | null;
   globalConcurrency?: number | null;
+  /** Set: claimed in turn across groups, at most this many of one group running (ClaimQuery.grouped). */
+  groupConcurrency?: number | null;
   circuitBreaker?: boolean;
 }
 
@@ -47,6 +49,7 @@ export function typeCapacity(handler: RegisteredHandler): TypeCapacity {
     transactional: handler.transactional,
     rateLimit: handler.rateLimit,
     globalConcurrency: handler.globalConcurrency,
+    groupConcurrency: handler.groupConcurrency,
     circuitBreaker: handler.circuitBreaker !== null,
   };
 }
@@ -81,7 +84,7 @@ export class ClaimPlanner {
   ) {
     this.concurrency = settings.concurrency;
     this.maxPrefetch = settings.prefetch;
-    this.flowControl = types.some((t) => t.rateLimit || t.globalConcurrency || t.circuitBreaker);
+    this.flowControl = types.some((t) => t.rateLimit || t.globalConcurrency || t.circuitBreaker || t.groupConcurrency);
     this.transactionalTypes = types.filter((t) => t.transactional).map((t) => t.type);
   }
 
@@ -101,7 +104,7 @@ export class ClaimPlanner {
     const offset = this.types.length > 0 ? this.rotation++ % this.types.length : 0;
     const ordered = [...this.types.slice(offset), ...this.types.slice(0, offset)];
     const perType: TypeClaim[] = [];
-    for (const { type, concurrency, maxAttempts, transactional, rateLimit, globalConcurrency } of ordered) {
+    for (const { type, concurrency, maxAttempts, transactional, rateLimit, globalConcurrency, groupConcurrency } of ordered) {
       if (this.paused.has(type)) continue;
       const share = Math.min(Math.ceil((prefetch * concurrency) / this.concurrency), load.prefetchByType?.get(type) ?? Infinity);
       let limit = Math.min(
@@ -120,6 +123,7 @@ export class ClaimPlanner {
           rateMax: rateLimit?.max ?? null,
           rateWindowMs: rateLimit ? rateWindowMs(rateLimit.perMs) : null,
           globalMax: globalConcurrency ?? null,
+          ...(groupConcurrency ? { groupMax: groupConcurrency } : {}),
         });
       }
     }

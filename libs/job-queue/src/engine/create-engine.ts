@@ -141,8 +141,9 @@ export function engineSettings(
   poolSize: () => number,
   logger: EngineLogger,
 ): EngineSettings {
-  // A type with flow control must start right after its claim: no prefetch in its worker.
-  const flowControl = handlers.some((h) => h.rateLimit || h.globalConcurrency || h.circuitBreaker);
+  // A type with flow control must start right after its claim: no prefetch in its worker. So must a
+  // grouped type: a group's buffered jobs would count against its cap while they wait here.
+  const flowControl = handlers.some((h) => h.rateLimit || h.globalConcurrency || h.circuitBreaker || h.groupConcurrency);
   return {
     worker: {
       workerId: options.workerId,

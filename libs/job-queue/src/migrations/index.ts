@@ -14,6 +14,7 @@ import { createRuntimeSchedulesMigration } from './1765267200000-runtime-schedul
 import { createTraceContextMigration } from './1765353600000-trace-context.js';
 import { createDebounceAndUniqueWindowsMigration } from './1765440000000-debounce-and-unique-windows.js';
 import { createJobDependenciesMigration } from './1765526400000-job-dependencies.js';
+import { createJobGroupsMigration } from './1765612800000-job-groups.js';
 
 /** The library's migrations, in order, for the given schema. */
 export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array<new () => MigrationInterface> {
@@ -32,6 +33,7 @@ export function createJobQueueMigrations(schema: string = DEFAULT_SCHEMA): Array
     createTraceContextMigration(schema),
     createDebounceAndUniqueWindowsMigration(schema),
     createJobDependenciesMigration(schema),
+    createJobGroupsMigration(schema),
   ];
 }
 

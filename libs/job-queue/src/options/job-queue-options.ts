@@ -33,7 +33,7 @@ export interface JobQueueOptions {
   /**
    * Claimed jobs a worker keeps ready beyond its running ones, so a fast stream needs few claim
    * round trips. They hold leases; a drain hands them back untouched. Off (0) in a worker that
-   * handles a type with a rate limit, global concurrency or circuit breaker, whose starts must
+   * handles a type with a rate limit, global or group concurrency or circuit breaker, whose starts must
    * follow the claim at once. The buffer adapts to about 100 ms of work at the recent rate (none
    * while no job has finished lately), and in a worker with several types each type's share of it
    * to what its own slots start in about 100 ms at its jobs' recent run time, so slow jobs are not

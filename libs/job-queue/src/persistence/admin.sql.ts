@@ -4,7 +4,7 @@ import type { JobTables } from './job-tables.js';
 
 /** Columns of a JobRecord (row-mapping.ts), in the shape `toJobRecord` reads. */
 export const RECORD_COLUMNS = `id::text AS id, type, payload, status, priority, attempts, max_attempts, last_error, errors,
-    result, progress, logs, COALESCE(idempotency_key, expired_idempotency_key) AS idempotency_key, debounce_key, ordering_key, worker_id, run_at, created_at, claimed_at, completed_at, retry_after, dead_at, lease_expires_at`;
+    result, progress, logs, COALESCE(idempotency_key, expired_idempotency_key) AS idempotency_key, debounce_key, ordering_key, group_key, worker_id, run_at, created_at, claimed_at, completed_at, retry_after, dead_at, lease_expires_at`;
 
 /** Statuses a job can be cancelled from: waiting (for its turn or its dependencies) or running. */
 const CANCELLABLE = sqlStatusList([...WAITING_STATUSES, 'processing', 'blocked']);

@@ -1,4 +1,5 @@
 import type { ClaimRequest } from './job.store.js';
+import { groupedPick, groupedTurnTaken } from './grouped-pick.js';
 import { WAITING_SQL } from './job-status.js';
 
 /**
@@ -65,6 +66,15 @@ export class ClaimQuery {
    */
   readonly flowText: string;
 
+  /**
+   * The claim of one type whose handler sets `groupConcurrency`: the flow-control claim (the type's
+   * limits apply as there) whose jobs are taken in turn across groups (groupedPick). Callers hold
+   * the type's job_types row lock (claimLimitedLock), which makes the turn and the groups' running
+   * counts exact. Its parameters: flowParams for the one type, then $12 the group cap, $13 how many
+   * groups one claim visits, at most, and $14 how far it looks for jobs without a group.
+   */
+  readonly groupedText: string;
+
   private readonly oneTypeText: (cap: number, smallTable: boolean) => string;
   private readonly oneTypeByCap = new Map<string, string>();
 
@@ -72,6 +82,7 @@ export class ClaimQuery {
     const jobs = `"${schema}".jobs`;
     const types = `"${schema}".job_types`;
     const starts = `"${schema}".job_starts`;
+    const groupTurns = `"${schema}".job_group_turns`;
     const unfinished = `('pending', 'processing', 'failed')`;
     /**
      * A keyed job is claimable only while it is the oldest unfinished job of its key and no later
@@ -216,7 +227,7 @@ export class ClaimQuery {
       SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM guard WHERE NOT small`;
     };
 
-    this.flowText = `
+    const flowStatement = (picked: string, more = '') => `
       WITH wanted AS (
         SELECT * FROM unnest($1::text[], $2::int[], $6::int[], $9::int[], $10::int[], $11::int[])
                  AS w(type, n, max_attempts, rate_max, rate_window_ms, global_max)
@@ -239,9 +250,7 @@ export class ClaimQuery {
         FROM wanted w
         LEFT JOIN ${types} t ON t.type = w.type
         LEFT JOIN probes p ON p.type = w.type
-      ), picked AS MATERIALIZED (
-        ${pickClaimable('allowed w', 'GREATEST(w.n, 0)')}
-      ), ${manyClaimed}, started AS (
+      ), ${picked}, ${manyClaimed}, started AS (
         -- Stamped one window ahead until the handler really starts (markStarted sets the real
         -- time): a claim that counts before that update still sees this start in its window, so
         -- a start delayed on a busy machine cannot slip past the limit.
@@ -249,8 +258,14 @@ export class ClaimQuery {
         SELECT claimed.type, claimed.id, clock_timestamp() + w.rate_window_ms * interval '1 millisecond'
         FROM claimed JOIN wanted w ON w.type = claimed.type
         WHERE w.rate_max IS NOT NULL
-      )
+      )${more}
       ${claimedInOrder('type', '')}`;
+
+    this.flowText = flowStatement(`picked AS MATERIALIZED (
+        ${pickClaimable('allowed w', 'GREATEST(w.n, 0)')}
+      )`);
+
+    this.groupedText = flowStatement(groupedPick(jobs, groupTurns, oldestOfKeyByProbe), groupedTurnTaken(groupTurns));
   }
 
   /**
@@ -291,6 +306,18 @@ export class ClaimQuery {
     ];
   }
 
+  /** The grouped claim's parameters, for `request`'s one type (see groupedText). */
+  groupedParams(request: ClaimRequest, leaseToken: string): unknown[] {
+    const [only] = request.perType;
+    const limit = Math.min(only.limit, request.limit);
+    return [
+      ...this.flowParams(request, leaseToken),
+      only.groupMax ?? null,
+      Math.min(Math.max(limit, MIN_GROUPS_VISITED), MAX_GROUPS_VISITED),
+      Math.min(Math.max(4 * limit, MIN_GROUPS_VISITED * 8), MAX_UNGROUPED_LOOKAHEAD),
+    ];
+  }
+
   flowParams(request: ClaimRequest, leaseToken: string): unknown[] {
     return [
       ...this.plainParams(request, leaseToken),
@@ -300,6 +327,16 @@ export class ClaimQuery {
     ];
   }
 }
+
+/**
+ * A grouped claim visits as many groups as it may take jobs, within these bounds: a small claim
+ * still looks a few groups ahead (some may be full), and a large one reads no more than this many
+ * groups' running counts.
+ */
+const MIN_GROUPS_VISITED = 8;
+const MAX_GROUPS_VISITED = 128;
+/** How many of a grouped type's first waiting jobs a claim looks through for jobs without a group. */
+const MAX_UNGROUPED_LOOKAHEAD = 1_024;
 
 /** How many of the claimed jobs start at once (charged by the claim); all of them when the request does not say. */
 function startNow(request: ClaimRequest): number {

@@ -35,23 +35,24 @@ export function dependencySql({ schema, jobs, dependencies }: JobTables) {
     /**
      * Inserts jobs with their starting status (blocked, pending, or cancelled when a dependency
      * had already failed) and, for the rows inserted, their edges ($16 the input's ordinal, $17
-     * the job depended on, $18 whether it had already finished). Idempotency keys behave as in
+     * the job depended on, $18 whether it had already finished); $19 the groups. Idempotency keys behave as in
      * enqueue: a conflict waits for the other transaction and skips the row, and its edges.
      */
     enqueueDependent: `
       WITH input AS MATERIALIZED (
         SELECT nextval('"${schema}".jobs_id_seq') AS id, i.*
         FROM unnest($1::text[], $2::jsonb[], $3::int[], $4::int[], $5::timestamptz[], $6::float8[], $7::text[], $8::bool[], $9::bool[], $10::text[],
-                    $11::text[], $12::text[], $13::int[], $14::text[], $15::text[])
+                    $11::text[], $12::text[], $13::int[], $14::text[], $15::text[], $19::text[])
              WITH ORDINALITY AS i(type, payload, priority, max_attempts, run_at, delay_ms, idempotency_key, max_attempts_from_job,
                                   notify_on_finish, ordering_key, trace_context, status, dependencies_left, on_dependency_failure,
-                                  last_error, ord)
+                                  last_error, group_key, ord)
       ), inserted AS (
         INSERT INTO ${jobs} (id, type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key,
-                             run_at, idempotency_key, trace_context, status, dependencies_left, on_dependency_failure, last_error)
+                             run_at, idempotency_key, trace_context, status, dependencies_left, on_dependency_failure, last_error,
+                             group_key)
         SELECT id, type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key,
                COALESCE(run_at, now() + delay_ms * interval '1 millisecond'), idempotency_key, trace_context,
-               status, dependencies_left, on_dependency_failure, last_error
+               status, dependencies_left, on_dependency_failure, last_error, group_key
         FROM input ORDER BY type, idempotency_key, ord
         ON CONFLICT (type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING id

@@ -1,7 +1,7 @@
 import { InvalidJobError } from '../errors/invalid-job.error.js';
 import type { DependencySql } from './dependency.sql.js';
 import type { EnqueueSql } from './enqueue.sql.js';
-import { enqueueColumns } from './job-enqueuer.js';
+import { enqueueColumns, groupColumn } from './job-enqueuer.js';
 import type { EnqueuedJob, NewJob } from './job.store.js';
 import { FINISHED_STATUSES, type JobStatus } from '../base/job-status.js';
 import type { SqlExecutor } from './sql-executor.js';
@@ -51,6 +51,7 @@ export class DependentEnqueuer {
       edgeOrd,
       edgeOn,
       edgeSettled,
+      groupColumn(jobs),
     ]);
     const results: EnqueuedJob[] = new Array(jobs.length);
     const conflicts: number[] = [];

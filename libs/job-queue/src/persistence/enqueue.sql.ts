@@ -14,14 +14,14 @@ export function enqueueSql({ schema, jobs, channel }: JobTables) {
       WITH input AS MATERIALIZED (
         SELECT nextval('"${schema}".jobs_id_seq') AS id, i.*
         FROM unnest($1::text[], $2::jsonb[], $3::int[], $4::int[], $5::timestamptz[], $6::float8[], $7::text[], $8::bool[], $9::bool[], $10::text[],
-                    $11::text[])
+                    $11::text[], $12::text[])
              WITH ORDINALITY AS i(type, payload, priority, max_attempts, run_at, delay_ms, idempotency_key, max_attempts_from_job,
-                                  notify_on_finish, ordering_key, trace_context, ord)
+                                  notify_on_finish, ordering_key, trace_context, group_key, ord)
       ), inserted AS (
         INSERT INTO ${jobs} (id, type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key,
-                             run_at, idempotency_key, trace_context)
+                             run_at, idempotency_key, trace_context, group_key)
         SELECT id, type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key,
-               COALESCE(run_at, now() + delay_ms * interval '1 millisecond'), idempotency_key, trace_context
+               COALESCE(run_at, now() + delay_ms * interval '1 millisecond'), idempotency_key, trace_context, group_key
         FROM input ORDER BY type, idempotency_key, ord
         ON CONFLICT (type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING id
@@ -33,17 +33,18 @@ export function enqueueSql({ schema, jobs, channel }: JobTables) {
      * Inserts a batch without idempotency keys in one round trip: nothing can conflict, so it is a
      * plain INSERT. The batch is one JSON array ($1: t type, p payload, m max attempts, and only
      * when not the default: pr priority, mj max attempts from the job, n notify on finish,
-     * o ordering key, r run at, d delay ms, tc trace context), so payloads travel as they are, with no array-literal
+     * o ordering key, r run at, d delay ms, tc trace context, g group), so payloads travel as they are, with no array-literal
      * escaping. Rows go in in input order and take their ids from the sequence as they do, so
      * the ids, sorted, map back to the inputs in order; they come back as one comma-separated
      * string, not a row each.
      */
     enqueuePlain: `
       WITH inserted AS (
-        INSERT INTO ${jobs} (type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key, run_at, trace_context)
+        INSERT INTO ${jobs} (type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key, run_at, trace_context,
+                             group_key)
         SELECT e->>'t', e->'p', COALESCE((e->>'pr')::int, 0), (e->>'m')::int, COALESCE((e->>'mj')::bool, false),
                COALESCE((e->>'n')::bool, false), e->>'o',
-               COALESCE((e->>'r')::timestamptz, now() + COALESCE((e->>'d')::float8, 0) * interval '1 millisecond'), e->>'tc'
+               COALESCE((e->>'r')::timestamptz, now() + COALESCE((e->>'d')::float8, 0) * interval '1 millisecond'), e->>'tc', e->>'g'
         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS i(e, ord)
         ORDER BY ord
         RETURNING id
@@ -55,9 +56,10 @@ export function enqueueSql({ schema, jobs, channel }: JobTables) {
      * nothing can conflict with. The run time is the given one, else now plus the delay.
      */
     enqueueOne: `
-      INSERT INTO ${jobs} (type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key, run_at, trace_context)
+      INSERT INTO ${jobs} (type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key, run_at, trace_context,
+                           group_key)
       VALUES ($1::text, $2::jsonb, $3::int, $4::int, $5::bool, $6::bool, $7::text,
-              COALESCE($8::timestamptz, now() + $9::float8 * interval '1 millisecond'), $10::text)
+              COALESCE($8::timestamptz, now() + $9::float8 * interval '1 millisecond'), $10::text, $11::text)
       RETURNING id::text AS id`,
 
     /**
@@ -68,9 +70,10 @@ export function enqueueSql({ schema, jobs, channel }: JobTables) {
      */
     enqueueUniform: `
       WITH inserted AS (
-        INSERT INTO ${jobs} (type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key, run_at, trace_context)
+        INSERT INTO ${jobs} (type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key, run_at, trace_context,
+                             group_key)
         SELECT $2::text, e, $3::int, $4::int, $5::bool, $6::bool, $7::text,
-               COALESCE($8::timestamptz, now() + $9::float8 * interval '1 millisecond'), $10::text
+               COALESCE($8::timestamptz, now() + $9::float8 * interval '1 millisecond'), $10::text, $11::text
         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS i(e, ord)
         ORDER BY ord
         RETURNING id
@@ -88,13 +91,14 @@ export function enqueueSql({ schema, jobs, channel }: JobTables) {
      */
     enqueueDebounced: `
       INSERT INTO ${jobs} AS j (type, payload, priority, max_attempts, max_attempts_from_job, notify_on_finish, ordering_key, run_at,
-                               trace_context, debounce_key)
+                               trace_context, debounce_key, group_key)
       VALUES ($1::text, $2::jsonb, $3::int, $4::int, $5::bool, $6::bool, $7::text, now() + $8::float8 * interval '1 millisecond',
-              $9::text, $10::text)
+              $9::text, $10::text, $11::text)
       ON CONFLICT (type, debounce_key) WHERE debounce_key IS NOT NULL AND status = 'pending'
       DO UPDATE SET payload = EXCLUDED.payload, priority = EXCLUDED.priority, run_at = EXCLUDED.run_at,
                     max_attempts = EXCLUDED.max_attempts, max_attempts_from_job = EXCLUDED.max_attempts_from_job,
-                    notify_on_finish = j.notify_on_finish OR EXCLUDED.notify_on_finish, trace_context = EXCLUDED.trace_context
+                    notify_on_finish = j.notify_on_finish OR EXCLUDED.notify_on_finish, trace_context = EXCLUDED.trace_context,
+                    group_key = EXCLUDED.group_key
       RETURNING id::text AS id, (xmax <> 0) AS debounced`,
 
     /**

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import type { ClaimSql } from './claim.sql.js';
 import { ClaimQuery, turnedAway } from './claim-query.js';
-import type { ClaimRequest, ClaimedJob, SentClaim } from './job.store.js';
+import type { ClaimRequest, ClaimedJob, SentClaim, TypeClaim } from './job.store.js';
 import { OneTypeClaimPlans, type JobsTableSize, type OneTypeClaimPlan } from './one-type-claim-plans.js';
 import { inTransaction } from './pool-transaction.js';
 import type { SqlExecutor } from './sql-executor.js';
@@ -16,6 +16,8 @@ export class JobClaimer {
   private readonly claims: ClaimQuery;
   /** Only for named statements: an unnamed one is planned for each claim anyway. */
   private readonly oneTypePlans: OneTypeClaimPlans | null;
+  /** Which part of a claim with grouped types goes first this time (claimWithGroups). */
+  private groupsFirst = false;
 
   constructor(
     private readonly pool: Pool,
@@ -36,7 +38,9 @@ export class JobClaimer {
     const leaseToken = randomUUID();
     const limited = request.perType.filter((t) => t.rateMax != null || t.globalMax != null).map((t) => t.type);
     let rows: unknown[][];
-    if (limited.length > 0) {
+    if (request.perType.some((t) => t.groupMax != null)) {
+      rows = await this.claimWithGroups(request, leaseToken);
+    } else if (limited.length > 0) {
       rows = await this.claimLimited(limited, this.claims.flowParams(request, leaseToken));
     } else if (request.flowControl) {
       rows = await this.executor.queryArrays(this.claims.flowText, this.claims.flowParams(request, leaseToken), this.named('claimFlow'));
@@ -77,6 +81,37 @@ export class JobClaimer {
   private claimOneType(plan: OneTypeClaimPlan, request: ClaimRequest, leaseToken: string): Promise<unknown[][]> {
     const name = plan.smallTable ? `${this.named('claimOneTypeSmall')}_${plan.cap}` : `${this.named('claimOneType')}_${plan.cap}_${plan.generation}`;
     return this.executor.queryArrays(this.claims.oneType(plan.cap, plan.smallTable), this.claims.oneTypeParams(request, leaseToken), name);
+  }
+
+  /**
+   * A claim that includes types claimed in turn across groups: in one transaction that holds the
+   * row locks of those types and of the limited ones (claimLimitedLock), the other types by the
+   * flow-control claim, then each grouped type by its own grouped claim, the request's limits
+   * and its jobs that start at once shared out in that order. Which comes first alternates, so
+   * neither kind can take a busy worker's free slots every time.
+   */
+  private claimWithGroups(request: ClaimRequest, leaseToken: string): Promise<unknown[][]> {
+    const grouped = request.perType.filter((t) => t.groupMax != null);
+    const others = request.perType.filter((t) => t.groupMax == null);
+    const locked = request.perType.filter((t) => t.groupMax != null || t.rateMax != null || t.globalMax != null).map((t) => t.type);
+    const parts: TypeClaim[][] = [others, ...grouped.map((t) => [t])].filter((part) => part.length > 0);
+    if (this.groupsFirst) parts.reverse();
+    this.groupsFirst = !this.groupsFirst;
+    const startNow = request.startNow ?? request.limit;
+    return inTransaction(this.pool, false, async (transaction) => {
+      await transaction.query(this.sql.claimLimitedLock, [locked]);
+      const rows: unknown[][] = [];
+      for (const perType of parts) {
+        const limit = request.limit - rows.length;
+        if (limit <= 0) break;
+        const part: ClaimRequest = { ...request, perType, limit, startNow: Math.max(0, startNow - rows.length) };
+        const isGrouped = perType[0].groupMax != null;
+        const text = isGrouped ? this.claims.groupedText : this.claims.flowText;
+        const params = isGrouped ? this.claims.groupedParams(part, leaseToken) : this.claims.flowParams(part, leaseToken);
+        rows.push(...(await transaction.queryArrays(text, params)));
+      }
+      return rows;
+    });
   }
 
   /** Claims holding the limited types' row locks, so their counts cannot be raced. */

@@ -92,7 +92,7 @@ export class JobEnqueuer {
       const batch = remaining.map((entry) => entry.job);
       const { rows } = await executor.query<{ ord: number; id: string; inserted: boolean }>(
         this.sql.enqueue,
-        enqueueColumns(batch),
+        [...enqueueColumns(batch), groupColumn(batch)],
         named ? this.named('enqueue') : undefined,
       );
       const conflicts: typeof remaining = [];
@@ -155,6 +155,7 @@ export class JobEnqueuer {
         job.delayMs,
         job.traceContext ?? null,
         job.debounceKey,
+        job.groupKey ?? null,
       ]);
       results[i] = { id: rows[0].id, deduplicated: false, debounced: rows[0].debounced };
     }
@@ -214,6 +215,11 @@ export function enqueueColumns(jobs: readonly NewJob[]): unknown[][] {
   ];
 }
 
+/** Each job's group (NULL: none): enqueue's $12, enqueueDependent's $19. */
+export function groupColumn(jobs: readonly NewJob[]): Array<string | null> {
+  return jobs.map((j) => j.groupKey ?? null);
+}
+
 /** A job that is not due at once: the enqueue then tells workers when it will be. */
 function isDelayed(job: NewJob): boolean {
   return job.runAt !== null || job.delayMs > 0;
@@ -244,7 +250,7 @@ function keyOf(type: string, key: string): string {
   return `${type}\u0000${key}`;
 }
 
-/** Columns after type and payload, in enqueueOne's and enqueueUniform's parameter order ($3–$10). */
+/** Columns after type and payload, in enqueueOne's and enqueueUniform's parameter order ($3–$11). */
 function sharedColumns(job: NewJob): unknown[] {
   return [
     job.priority,
@@ -255,6 +261,7 @@ function sharedColumns(job: NewJob): unknown[] {
     job.runAt,
     job.runAt ? 0 : job.delayMs,
     job.traceContext ?? null,
+    job.groupKey ?? null,
   ];
 }
 
@@ -269,7 +276,8 @@ function sameColumns(a: NewJob, b: NewJob): boolean {
     a.orderingKey === b.orderingKey &&
     (a.runAt?.getTime() ?? null) === (b.runAt?.getTime() ?? null) &&
     (a.runAt ? 0 : a.delayMs) === (b.runAt ? 0 : b.delayMs) &&
-    (a.traceContext ?? null) === (b.traceContext ?? null)
+    (a.traceContext ?? null) === (b.traceContext ?? null) &&
+    (a.groupKey ?? null) === (b.groupKey ?? null)
   );
 }
 
@@ -283,5 +291,6 @@ function plainJobJson(job: NewJob): string {
   if (job.runAt) json += `,"r":"${job.runAt.toISOString()}"`;
   else if (job.delayMs) json += `,"d":${job.delayMs}`;
   if (job.traceContext) json += `,"tc":${JSON.stringify(job.traceContext)}`;
+  if (job.groupKey) json += `,"g":${JSON.stringify(job.groupKey)}`;
   return `${json}}`;
 }

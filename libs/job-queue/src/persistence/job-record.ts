@@ -35,6 +35,8 @@ export interface JobRecord {
   orderingKey: string | null;
   /** The debounce key it was enqueued with, or null. */
   debounceKey: string | null;
+  /** The group (tenant) it was enqueued with, or null. */
+  group: string | null;
   workerId: string | null;
   runAt: Date;
   createdAt: Date;

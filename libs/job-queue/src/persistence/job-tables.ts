@@ -11,6 +11,7 @@ export interface JobTables {
   readonly throughput: string;
   readonly schedules: string;
   readonly dependencies: string;
+  readonly groupTurns: string;
   /** channelOf(schema). */
   readonly channel: string;
 }
@@ -28,6 +29,7 @@ export function jobTables(schema: string): JobTables {
     throughput: `"${schema}".job_throughput`,
     schedules: `"${schema}".job_schedules`,
     dependencies: `"${schema}".job_dependencies`,
+    groupTurns: `"${schema}".job_group_turns`,
     channel: channelOf(schema),
   };
 }

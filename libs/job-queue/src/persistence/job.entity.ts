@@ -56,6 +56,9 @@ export class JobEntity {
   @Column({ name: 'ordering_key', type: 'text', nullable: true })
   orderingKey!: string | null;
 
+  @Column({ name: 'group_key', type: 'text', nullable: true })
+  groupKey!: string | null;
+
   @Column({ name: 'worker_id', type: 'text', nullable: true })
   workerId!: string | null;
 

@@ -21,6 +21,8 @@ export interface NewJob {
   idempotencyKey: string | null;
   /** Jobs sharing a key run one at a time, in enqueue order. */
   orderingKey: string | null;
+  /** The tenant (customer, account) it belongs to: types with `groupConcurrency` share turns across groups. */
+  groupKey?: string | null;
   /** The enqueuing span's trace context (JSON of the propagation carrier), when traced. */
   traceContext?: string | null;
   /** The idempotency key dedupes only this long after its first job was enqueued. */
@@ -66,6 +68,8 @@ export interface TypeClaim {
   rateWindowMs?: number | null;
   /** At most this many running at once across all workers. */
   globalMax?: number | null;
+  /** Set: the type is claimed in turn across groups, at most this many of one group running across all workers. */
+  groupMax?: number | null;
 }
 
 export interface CircuitRecord {

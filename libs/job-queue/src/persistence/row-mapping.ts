@@ -18,6 +18,7 @@ export function toJobRecord(row: Record<string, any>): JobRecord {
     idempotencyKey: row.idempotency_key,
     orderingKey: row.ordering_key ?? null,
     debounceKey: row.debounce_key ?? null,
+    group: row.group_key ?? null,
     workerId: row.worker_id,
     runAt: row.run_at,
     createdAt: row.created_at,

@@ -88,6 +88,7 @@ export function validateJob(
   }
   const idempotencyKey = o.idempotencyKey == null ? null : checkedKey(field('idempotencyKey'), o.idempotencyKey);
   const orderingKey = o.orderingKey == null ? null : checkedKey(field('orderingKey'), o.orderingKey);
+  const groupKey = o.group == null ? null : checkedKey(field('group'), o.group);
   let uniqueForMs: number | null = null;
   if (o.uniqueForMs !== undefined) {
     if (typeof o.uniqueForMs !== 'number' || !Number.isInteger(o.uniqueForMs) || o.uniqueForMs < 1 || o.uniqueForMs > MAX_DELAY_MS) {
@@ -134,6 +135,7 @@ export function validateJob(
     delayMs,
     idempotencyKey,
     orderingKey,
+    ...(groupKey !== null ? { groupKey } : {}),
     ...(uniqueForMs !== null ? { uniqueForMs } : {}),
     ...(debounceKey !== null ? { debounceKey } : {}),
     ...(dependencies !== null && dependencies.length > 0
