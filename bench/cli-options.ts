@@ -1,4 +1,4 @@
-export const SCENARIO_NAMES = ['bulk-enqueue', 'single-enqueue', 'drain', 'pickup-latency', 'claim-latency', 'worker-rss'] as const;
+export const SCENARIO_NAMES = ['bulk-enqueue', 'single-enqueue', 'drain', 'pickup-latency', 'claim-latency', 'worker-rss', 'group-fairness'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 /** Sizes of every scenario; --quick shrinks them for a smoke run. */
@@ -26,6 +26,10 @@ export interface BenchSizes {
   rssWarmupJobs: number;
   rssConcurrency: number;
   rssEnqueueChunk: number;
+  /** Jobs of the one noisy group enqueued before the small groups' (group-fairness). */
+  groupBacklog: number;
+  /** Jobs of each group-fairness drain (over groups, and without). */
+  groupDrainJobs: number;
   /** Concurrency of the untimed drains that check exactly-once after enqueue scenarios. */
   verifyConcurrency: number;
 }
@@ -78,6 +82,8 @@ const FULL: BenchSizes = {
   rssWarmupJobs: 10_000,
   rssConcurrency: 10,
   rssEnqueueChunk: 10_000,
+  groupBacklog: 100_000,
+  groupDrainJobs: 20_000,
   verifyConcurrency: 50,
 };
 
@@ -93,6 +99,8 @@ const QUICK: BenchSizes = {
   claimSamples: 100,
   rssJobs: 100_000,
   rssWarmupJobs: 5_000,
+  groupBacklog: 20_000,
+  groupDrainJobs: 5_000,
 };
 
 const DEFAULT_SOAK: SoakOptions = {

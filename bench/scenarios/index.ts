@@ -2,6 +2,7 @@ import type { ScenarioName } from '../cli-options.js';
 import { bulkEnqueueScenario } from './bulk-enqueue.scenario.js';
 import { claimLatencyScenario } from './claim-latency.scenario.js';
 import { drainScenario } from './drain.scenario.js';
+import { groupFairnessScenario } from './group-fairness.scenario.js';
 import { inRounds } from './in-rounds.js';
 import { pickupLatencyScenario } from './pickup-latency.scenario.js';
 import type { InterleavedScenario, Scenario } from './scenario.js';
@@ -16,6 +17,7 @@ export const SCENARIOS: ReadonlyArray<Scenario | InterleavedScenario> = [
   inRounds(pickupLatencyScenario, (sizes) => sizes.shortRounds),
   claimLatencyScenario,
   workerRssScenario,
+  groupFairnessScenario,
 ];
 
 export function selectScenarios(only: readonly ScenarioName[] | null): Array<Scenario | InterleavedScenario> {

@@ -33,6 +33,11 @@ export class ClaimPacer {
    * while another, held to a few slots by its concurrency, has plenty: its freed slot claims at once.
    */
   private readonly typesWithMore = new Set<string>();
+  /**
+   * Types whose claims count their running jobs (globalConcurrency, groupConcurrency): a claim
+   * comes back short while some of them are still counted, so a recorded outcome may make room.
+   */
+  private readonly countedTypes = new Set<string>();
 
   constructor(
     private readonly settings: PacerSettings,
@@ -86,6 +91,11 @@ export class ClaimPacer {
     this.queueLooksEmpty = false;
   }
 
+  /** An attempt's outcome is written: for a type whose running jobs are counted, there is room again. */
+  outcomeRecorded(type: string): void {
+    if (this.countedTypes.size > 0 && this.countedTypes.has(type)) this.queueLooksEmpty = false;
+  }
+
   slotFreed(type: string): void {
     if (this.typesWithMore.size > 0 && this.typesWithMore.has(type)) this.queueLooksEmpty = false;
   }
@@ -94,8 +104,12 @@ export class ClaimPacer {
   claimAnswered(request: ClaimRequest, claimed: readonly ClaimedJob[], nudged: boolean): boolean {
     this.lastClaimAt = monotonicNow();
     this.noteTypesWithMore(request, claimed);
+    for (const t of request.perType) if (t.globalMax != null || t.groupMax != null) this.countedTypes.add(t.type);
     const asked = Math.min(request.limit, request.perType.reduce((sum, t) => sum + t.limit, 0));
-    this.queueLooksEmpty = claimed.length < asked && !nudged;
+    // A grouped claim comes back short whenever its groups are few or full (ClaimQuery.groupedText):
+    // only one that found nothing says the queue is empty.
+    const grouped = request.perType.some((t) => t.groupMax != null);
+    this.queueLooksEmpty = (grouped ? claimed.length === 0 : claimed.length < asked) && !nudged;
     return claimed.length >= asked;
   }
 

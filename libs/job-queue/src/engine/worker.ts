@@ -206,7 +206,8 @@ export class Worker implements LeaseHolder, AttemptOwner, AttemptStarter {
   attemptFinished(attempt: Attempt): void {
     this.freeSlot(attempt);
     this.active.remove(attempt);
-    // A recorded outcome may lift the pause on claims.
+    // A recorded outcome may lift the pause on claims, and make room under a counted limit.
+    this.pacer.outcomeRecorded(attempt.handler.type);
     this.wakeIfClaimDue();
   }
 

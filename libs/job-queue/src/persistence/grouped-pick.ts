@@ -12,7 +12,8 @@ import { WAITING_SQL } from './job-status.js';
  *   jobs_group_claim_idx (a skip scan), so a group's backlog is never read past: 100,000 jobs in
  *   one group cost the claim what one does.
  * - **Shares.** The claim's allowance is shared evenly among the visited groups with room, and
- *   jobs are taken rank by rank: every visited group's first job before any group's second. A
+ *   jobs are taken rank by rank: every visited group's first job before any group's second (up to
+ *   twice its share is read from each group, so groups with fewer jobs leave the rest enough). A
  *   group's room is `groupConcurrency` less its running jobs (prefetched ones count: they will
  *   run); the jobs without a group have no cap.
  * - **Jobs without a group** (enqueued before the handler set `groupConcurrency`, or by
@@ -41,15 +42,25 @@ export function groupedPick(jobs: string, groupTurns: string, oldestOfKey: strin
             FROM ${name} g WHERE g.grp IS NOT NULL
           ) SELECT grp FROM ${name} WHERE grp IS NOT NULL LIMIT $13)`;
   };
-  const share = `GREATEST(LEAST(r.room, r.share), 0)`;
+  // Twice its share from each group: a group with fewer jobs due than its share leaves the others
+  // enough to fill the claim (a claim that comes back short makes the worker wait for its poll).
+  const share = `GREATEST(LEAST(r.room, 2 * r.share), 0)`;
   return `turn AS (
         SELECT COALESCE((SELECT t.last_group FROM ${groupTurns} t WHERE t.type = $1[1]), '') AS last_group
       ), visited AS MATERIALIZED (
         -- Numbered in the order the branches produce them: groups after the last turn, the turn of
-        -- the jobs without a group, then the groups up to and including the last turn's.
+        -- the jobs without a group (if some are within reach), then the groups up to and including
+        -- the last turn's.
         SELECT v.grp, row_number() OVER () AS p FROM (
           ${groupsAfter('later', '(SELECT last_group FROM turn)')}
-          UNION ALL SELECT NULL::text
+          UNION ALL SELECT NULL::text WHERE EXISTS (
+            SELECT 1 FROM (
+              SELECT j.group_key FROM ${jobs} j
+              WHERE j.type = $1[1] AND j.status IN ${WAITING_SQL} AND j.run_at <= now()
+              ORDER BY j.priority DESC, j.run_at, j.id
+              LIMIT $14
+            ) u
+            WHERE u.group_key IS NULL)
           UNION ALL ${groupsAfter('earlier', "''", '(SELECT last_group FROM turn)')}
         ) v
         LIMIT $13

@@ -16,6 +16,7 @@ export class JobClaimer {
   private readonly claims: ClaimQuery;
   /** Only for named statements: an unnamed one is planned for each claim anyway. */
   private readonly oneTypePlans: OneTypeClaimPlans | null;
+  private readonly prepare: boolean;
   /** Which part of a claim with grouped types goes first this time (claimWithGroups). */
   private groupsFirst = false;
 
@@ -28,6 +29,7 @@ export class JobClaimer {
     settings: { readonly prepare: boolean; readonly synchronousClaims: boolean },
   ) {
     this.claims = new ClaimQuery(schema, settings.synchronousClaims);
+    this.prepare = settings.prepare;
     this.oneTypePlans = settings.prepare
       ? new OneTypeClaimPlans(async () => (await this.executor.query<JobsTableSize>(this.sql.jobsTableSize)).rows[0])
       : null;
@@ -98,8 +100,10 @@ export class JobClaimer {
     if (this.groupsFirst) parts.reverse();
     this.groupsFirst = !this.groupsFirst;
     const startNow = request.startNow ?? request.limit;
-    return inTransaction(this.pool, false, async (transaction) => {
-      await transaction.query(this.sql.claimLimitedLock, [locked]);
+    // Named, unlike the other limited claims: the grouped claim is long to plan, and its plan
+    // depends on no count it reads (each group's running count is an index probe).
+    return inTransaction(this.pool, this.prepare, async (transaction) => {
+      await transaction.query(this.sql.claimLimitedLock, [locked], this.named('claimLimitedLock'));
       const rows: unknown[][] = [];
       for (const perType of parts) {
         const limit = request.limit - rows.length;
@@ -108,7 +112,7 @@ export class JobClaimer {
         const isGrouped = perType[0].groupMax != null;
         const text = isGrouped ? this.claims.groupedText : this.claims.flowText;
         const params = isGrouped ? this.claims.groupedParams(part, leaseToken) : this.claims.flowParams(part, leaseToken);
-        rows.push(...(await transaction.queryArrays(text, params)));
+        rows.push(...(await transaction.queryArrays(text, params, isGrouped ? this.named('claimGrouped') : undefined)));
       }
       return rows;
     });

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { JobSql } from './job.sql.js';
 
-export type StatementName = keyof JobSql | 'claimPlain' | 'claimFlow' | 'claimOneType' | 'claimOneTypeSmall';
+export type StatementName = keyof JobSql | 'claimPlain' | 'claimFlow' | 'claimGrouped' | 'claimOneType' | 'claimOneTypeSmall';
 
 /** The name a named prepared statement takes on every connection. */
 export type StatementNamer = (statement: StatementName) => string;
