@@ -60,6 +60,11 @@ describe('resolveHandler', () => {
     });
   });
 
+  it('keeps groupConcurrency, and leaves it null when not set', () => {
+    expect(resolve({ groupConcurrency: 3 }).groupConcurrency).toBe(3);
+    expect(resolve({}).groupConcurrency).toBeNull();
+  });
+
   it('caps the handler’s concurrency at the module’s', () => {
     expect(resolve({ concurrency: 50 }).concurrency).toBe(8);
     expect(resolve({ concurrency: 8 }).concurrency).toBe(8);
@@ -111,6 +116,9 @@ describe('resolveHandler', () => {
       ['schema null', { schema: null }, 'schema'],
       ['schema a function', { schema: () => true }, 'schema'],
       ['transactional "yes"', { transactional: 'yes' }, 'transactional'],
+      ['groupConcurrency 0', { groupConcurrency: 0 }, 'groupConcurrency'],
+      ['groupConcurrency 1.5', { groupConcurrency: 1.5 }, 'groupConcurrency'],
+      ['groupConcurrency "2"', { groupConcurrency: '2' }, 'groupConcurrency'],
     ])('%s', (_label, options, name) => {
       const error = configError(() => resolve(options));
       expect(error.message).toContain("@JobHandler('email.welcome') on Mailer.welcome");

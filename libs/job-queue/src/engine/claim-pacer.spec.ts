@@ -84,6 +84,33 @@ describe('ClaimPacer', () => {
     expect(pacer.wantsToClaim(0)).toBe(true);
   });
 
+  it('reads a grouped claim as empty only when it found nothing: groups few or full make it short', () => {
+    const { pacer } = pacerWith();
+    const grouped: ClaimRequest = { ...request([['a', 2]]), perType: [{ type: 'a', limit: 2, maxAttempts: 3, groupMax: 1 }] };
+    expect(pacer.claimAnswered(grouped, [job('1')], false)).toBe(false);
+    expect(pacer.looksEmpty).toBe(false);
+    pacer.claimAnswered(grouped, [], false);
+    expect(pacer.looksEmpty).toBe(true);
+  });
+
+  it('after a short claim, a recorded outcome of a type whose running jobs are counted lets it claim again', () => {
+    const { pacer } = pacerWith();
+    const counted: ClaimRequest = {
+      ...request([['a', 2], ['b', 2]]),
+      perType: [
+        { type: 'a', limit: 2, maxAttempts: 3, globalMax: 2 },
+        { type: 'b', limit: 2, maxAttempts: 3 },
+      ],
+    };
+    pacer.claimAnswered(counted, [], false);
+    expect(pacer.wantsToClaim(0)).toBe(false);
+    // b counts nothing: its outcome makes no room.
+    pacer.outcomeRecorded('b');
+    expect(pacer.wantsToClaim(0)).toBe(false);
+    pacer.outcomeRecorded('a');
+    expect(pacer.wantsToClaim(0)).toBe(true);
+  });
+
   it('claims again once the poll interval has passed since a short claim', async () => {
     const { pacer } = pacerWith({ pollIntervalMs: 10 });
     pacer.claimAnswered(request([['a', 2]]), [], false);

@@ -154,6 +154,23 @@ describe('ClaimPlanner flow limits', () => {
     expect(byType.plain).toMatchObject({ rateMax: null, rateWindowMs: null, globalMax: null });
   });
 
+  it('passes groupConcurrency through as the group cap, only for the types that set it', () => {
+    const planner = plannerOf(
+      10,
+      [
+        { type: 'tenant.report', concurrency: 10, maxAttempts: 3, groupConcurrency: 2 },
+        { type: 'plain', concurrency: 10, maxAttempts: 3 },
+      ],
+      'w',
+      30_000,
+    );
+    const plan = planner.plan(load(0, new Map()));
+    const byType = Object.fromEntries(plan!.perType.map((t) => [t.type, t]));
+    expect(byType['tenant.report']).toMatchObject({ groupMax: 2 });
+    expect(byType.plain.groupMax).toBeUndefined();
+    expect(plan!.flowControl).toBe(true);
+  });
+
   it('widens rate windows by a quarter, and by at most a second', () => {
     expect(rateWindowMs(100)).toBe(125);
     expect(rateWindowMs(1_000)).toBe(1_250);
