@@ -132,7 +132,7 @@ describe('the dashboard', () => {
     await context.close();
   });
 
-  it('shows what a blocked job waits for, linked, and cancels it from its page', async () => {
+  it('shows what a blocked job waits for, linked, and its group, and cancels it from its page', async () => {
     const context = await browser.newContext({ extraHTTPHeaders: { 'x-dashboard-token': TOKEN, 'x-role': 'admin' } });
     const page = await context.newPage();
     const producer = express.app.get(JobProducer);
@@ -141,9 +141,10 @@ describe('the dashboard', () => {
     try {
       const first = await producer.enqueue('ui.parked', { n: 1 });
       const second = await producer.enqueue('ui.parked', { n: 2 });
-      const { id } = await producer.enqueue('ui.report', {}, { dependsOn: [first.id, second.id] });
+      const { id } = await producer.enqueue('ui.report', {}, { dependsOn: [first.id, second.id], group: 'acme' });
       await page.goto(`${express.base}/jobs/${id}`);
       expect(await page.locator('h1 .badge').textContent()).toBe('blocked');
+      expect(await page.locator('dt:text-is("Group") + dd').textContent()).toBe('acme');
       const card = page.locator('.card.dependencies');
       expect(await card.locator('h2').textContent()).toBe('Depends on (0 of 2 completed)');
       expect(await card.locator('.badge').allTextContents()).toEqual(['pending', 'pending']);

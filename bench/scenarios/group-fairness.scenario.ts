@@ -9,8 +9,10 @@ import type { Measurement, RunCheck, Scenario, ScenarioContext } from './scenari
 
 const CONCURRENCY = 10;
 const SMALL_GROUPS = 50;
-/** The throughput legs: this many jobs, spread over this many groups (grouped leg). */
+/** The throughput legs: this many jobs, spread over this many groups (grouped leg)… */
 const DRAIN_GROUPS = 100;
+/** … at these worker concurrencies. */
+const DRAIN_CONCURRENCY = [10, 50];
 const ENQUEUE_CHUNK = 10_000;
 const GROUPED = 'bench.grouped';
 const UNGROUPED = 'bench.ungrouped';
@@ -46,10 +48,10 @@ class UngroupedBenchHandler {
 
 @Module({})
 class GroupBenchModule {
-  static worker(url: string, handler: Type, onStart: OnStart): DynamicModule {
+  static worker(url: string, handler: Type, onStart: OnStart, concurrency = CONCURRENCY): DynamicModule {
     return {
       module: GroupBenchModule,
-      imports: [JobQueueModule.forRoot({ concurrency: CONCURRENCY, dataSource: { type: 'postgres', url } })],
+      imports: [JobQueueModule.forRoot({ concurrency, dataSource: { type: 'postgres', url } })],
       providers: [handler, { provide: ON_START, useValue: onStart }],
     };
   }
@@ -66,14 +68,15 @@ class GroupBenchModule {
  * last of the 50 began, and so after about how many claims (a claim takes at most the free slots).
  * Then the grouped claim's cost: the same number of jobs drained once spread over 100 groups by
  * the grouped type, once without groups by a type without `groupConcurrency` (the claim every
- * queue without groups uses, its statements unchanged by groups). The workers run in the benchmark process.
+ * queue without groups uses, its statements unchanged by groups), at concurrency 10 and 50. The workers run in the benchmark process.
  */
 export const groupFairnessScenario: Scenario = {
   name: 'group-fairness',
   describe: (sizes) =>
     `group fairness: ${sizes.groupBacklog.toLocaleString('en-US')} jobs of one group enqueued before one job in each of ` +
     `${SMALL_GROUPS} other groups, concurrency ${CONCURRENCY}, groupConcurrency ${CONCURRENCY}: the start at which the last of the ${SMALL_GROUPS} ` +
-    `began; then ${sizes.groupDrainJobs.toLocaleString('en-US')} jobs drained over ${DRAIN_GROUPS} groups and without groups`,
+    `began; then ${sizes.groupDrainJobs.toLocaleString('en-US')} jobs drained over ${DRAIN_GROUPS} groups and without groups, at concurrency ` +
+    DRAIN_CONCURRENCY.join(' and '),
 
   async run(adapter, context) {
     if (adapter.name !== 'auto-job-queue') {
@@ -118,52 +121,59 @@ export const groupFairnessScenario: Scenario = {
     details.noisyStartedBeforeLastSmall = order.slice(0, lastSmallAt).filter((seq) => seq < backlog).length;
     await scope.dropDatabase(fairness);
 
-    // 2. What turns cost: one drain over 100 groups, one without groups.
+    // 2. What turns cost: drains over 100 groups and without groups, at each concurrency.
     const jobs = sizes.groupDrainJobs;
-    const rates: Record<string, number> = {};
-    for (const [type, handler, groupOf] of [
-      [GROUPED, GroupedBenchHandler, (seq: number) => `g${seq % DRAIN_GROUPS}`],
-      [UNGROUPED, UngroupedBenchHandler, () => null],
-    ] as const) {
-      const db = await scope.database(adapter);
-      await enqueue(db, context, groupOf, jobs, type);
-      const counts = new Uint8Array(jobs);
-      let outOfRange = 0;
-      let runs = 0;
-      const started = now();
-      const app = await NestFactory.createApplicationContext(
-        GroupBenchModule.worker(db.url, handler, (_type, { seq }) => {
-          runs++;
-          if (seq >= 0 && seq < jobs) counts[seq]++;
-          else outOfRange++;
-        }),
-        { logger: ['error', 'warn'] },
-      );
-      try {
-        await pollUntil(async () => runs >= jobs, 5, 600_000, `${jobs} ${type} jobs to run`);
-        await pollUntil(
-          async () => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE status <> 'completed'`))[0].n === 0,
-          20,
-          60_000,
-          `${type} to finish every job`,
+    for (const concurrency of DRAIN_CONCURRENCY) {
+      const rates: Record<string, number> = {};
+      for (const [type, handler, groupOf] of [
+        [GROUPED, GroupedBenchHandler, (seq: number) => `g${seq % DRAIN_GROUPS}`],
+        [UNGROUPED, UngroupedBenchHandler, () => null],
+      ] as const) {
+        const db = await scope.database(adapter);
+        await enqueue(db, context, groupOf, jobs, type);
+        const counts = new Uint8Array(jobs);
+        let outOfRange = 0;
+        let runs = 0;
+        const started = now();
+        const app = await NestFactory.createApplicationContext(
+          GroupBenchModule.worker(
+            db.url,
+            handler,
+            (_type, { seq }) => {
+              runs++;
+              if (seq >= 0 && seq < jobs) counts[seq]++;
+              else outOfRange++;
+            },
+            concurrency,
+          ),
+          { logger: ['error', 'warn'] },
         );
-      } finally {
-        await app.close();
+        try {
+          await pollUntil(async () => runs >= jobs, 5, 600_000, `${jobs} ${type} jobs to run`);
+          await pollUntil(
+            async () => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE status <> 'completed'`))[0].n === 0,
+            20,
+            60_000,
+            `${type} to finish every job`,
+          );
+        } finally {
+          await app.close();
+        }
+        rates[type] = jobs / (msBetween(started, now()) / 1000);
+        const [{ n: completed }] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE status = 'completed'`);
+        checks.push({
+          run: `${type} drain, concurrency ${concurrency}`,
+          result: checkExactlyOnce(jobs, [{ counts, outOfRange }], completed === jobs ? null : `${completed} of ${jobs} completed`),
+        });
+        await scope.dropDatabase(db);
       }
-      const seconds = msBetween(started, now()) / 1000;
-      rates[type] = jobs / seconds;
-      const [{ n: completed }] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM job_queue.jobs WHERE status = 'completed'`);
-      checks.push({
-        run: `${type} drain`,
-        result: checkExactlyOnce(jobs, [{ counts, outOfRange }], completed === jobs ? null : `${completed} of ${jobs} completed`),
-      });
-      await scope.dropDatabase(db);
+      const c = `concurrency ${concurrency}`;
+      measurements.push(
+        { key: `group.drain.c${concurrency}.grouped`, label: `drain over ${DRAIN_GROUPS} groups, ${c}`, unit: 'jobs/s', value: rates[GROUPED], better: 'higher' },
+        { key: `group.drain.c${concurrency}.ungrouped`, label: `drain without groups, ${c}`, unit: 'jobs/s', value: rates[UNGROUPED], better: 'higher' },
+        { key: `group.drain.c${concurrency}.ratio`, label: `over groups ÷ without, ${c}`, unit: '×', value: rates[GROUPED] / rates[UNGROUPED], better: 'higher' },
+      );
     }
-    measurements.push(
-      { key: 'group.drain.grouped', label: `drain over ${DRAIN_GROUPS} groups, concurrency ${CONCURRENCY}`, unit: 'jobs/s', value: rates[GROUPED], better: 'higher' },
-      { key: 'group.drain.ungrouped', label: `drain without groups, concurrency ${CONCURRENCY}`, unit: 'jobs/s', value: rates[UNGROUPED], better: 'higher' },
-      { key: 'group.drain.ratio', label: 'drain over groups ÷ without', unit: '×', value: rates[GROUPED] / rates[UNGROUPED], better: 'higher' },
-    );
     return { measurements, checks, details };
   },
 };

@@ -145,6 +145,7 @@ export function jobPage(base: string, job: JobRecord, allowed: ReadonlySet<Dashb
 <div class="grid cols-2">
   <div class="card"><h2>Job</h2><dl class="fields"><dt>Type</dt><dd>${escapeHtml(job.type)}</dd><dt>Attempts</dt><dd>${job.attempts} of ${job.maxAttempts}</dd>
   <dt>Priority</dt><dd>${job.priority}</dd><dt>Worker</dt><dd>${escapeHtml(job.workerId ?? '–')}</dd><dt>Idempotency key</dt><dd>${escapeHtml(job.idempotencyKey ?? '–')}</dd>
+  ${job.group === null || job.group === undefined ? '' : `<dt>Group</dt><dd>${escapeHtml(job.group)}</dd>`}
   <dt>Last error</dt><dd class="err">${escapeHtml(job.lastError ?? '–')}</dd></dl></div>
   <div class="card"><h2>Timeline</h2><dl class="fields">${timeline.map(([label, at]) => `<dt>${label}</dt><dd>${time(at)}</dd>`).join('')}</dl></div>
 </div>

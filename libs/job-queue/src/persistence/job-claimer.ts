@@ -103,7 +103,7 @@ export class JobClaimer {
     // Named, unlike the other limited claims: the grouped claim is long to plan, and its plan
     // depends on no count it reads (each group's running count is an index probe).
     return inTransaction(this.pool, this.prepare, async (transaction) => {
-      await transaction.query(this.sql.claimLimitedLock, [locked], this.named('claimLimitedLock'));
+      await transaction.query(this.sql.claimGroupedLock, [locked], this.named('claimGroupedLock'));
       const rows: unknown[][] = [];
       for (const perType of parts) {
         const limit = request.limit - rows.length;
