@@ -111,6 +111,22 @@ describe('ClaimPacer', () => {
     expect(pacer.wantsToClaim(0)).toBe(true);
   });
 
+  it('does not read a short claim as empty when a counted type recorded an outcome while it was out', () => {
+    const { pacer } = pacerWith();
+    const counted: ClaimRequest = { ...request([['a', 2]]), perType: [{ type: 'a', limit: 2, maxAttempts: 3, globalMax: 2 }] };
+    // The first answer teaches the pacer that a's running jobs are counted.
+    pacer.claimAnswered(counted, [job('1'), job('2')], false);
+    expect(pacer.plan(0)).not.toBeNull();
+    // The claim counted a's two jobs as running; their outcomes land before it answers.
+    pacer.outcomeRecorded('a');
+    pacer.claimAnswered(counted, [], false);
+    expect(pacer.looksEmpty).toBe(false);
+    // Planned after the outcome, an empty answer is empty.
+    expect(pacer.plan(0)).not.toBeNull();
+    pacer.claimAnswered(counted, [], false);
+    expect(pacer.looksEmpty).toBe(true);
+  });
+
   it('claims again once the poll interval has passed since a short claim', async () => {
     const { pacer } = pacerWith({ pollIntervalMs: 10 });
     pacer.claimAnswered(request([['a', 2]]), [], false);

@@ -38,6 +38,9 @@ export class ClaimPacer {
    * comes back short while some of them are still counted, so a recorded outcome may make room.
    */
   private readonly countedTypes = new Set<string>();
+  /** Outcomes of counted types recorded so far, and how many when the last claim was planned. */
+  private countedOutcomes = 0;
+  private countedOutcomesAtPlan = 0;
 
   constructor(
     private readonly settings: PacerSettings,
@@ -57,7 +60,9 @@ export class ClaimPacer {
 
   /** The claim to send now, if any; `recording`: outcomes still being written. */
   plan(recording: number): ClaimRequest | null {
-    return this.wantsToClaim(recording) ? this.planner.plan(this.load()) : null;
+    if (!this.wantsToClaim(recording)) return null;
+    this.countedOutcomesAtPlan = this.countedOutcomes;
+    return this.planner.plan(this.load());
   }
 
   /**
@@ -93,7 +98,9 @@ export class ClaimPacer {
 
   /** An attempt's outcome is written: for a type whose running jobs are counted, there is room again. */
   outcomeRecorded(type: string): void {
-    if (this.countedTypes.size > 0 && this.countedTypes.has(type)) this.queueLooksEmpty = false;
+    if (this.countedTypes.size === 0 || !this.countedTypes.has(type)) return;
+    this.countedOutcomes++;
+    this.queueLooksEmpty = false;
   }
 
   slotFreed(type: string): void {
@@ -109,7 +116,9 @@ export class ClaimPacer {
     // A grouped claim comes back short whenever its groups are few or full (ClaimQuery.groupedText):
     // only one that found nothing says the queue is empty.
     const grouped = request.perType.some((t) => t.groupMax != null);
-    this.queueLooksEmpty = (grouped ? claimed.length === 0 : claimed.length < asked) && !nudged;
+    // An outcome of a counted type recorded while the claim was out: its count came too early.
+    const raced = this.countedOutcomes !== this.countedOutcomesAtPlan;
+    this.queueLooksEmpty = (grouped ? claimed.length === 0 : claimed.length < asked) && !nudged && !raced;
     return claimed.length >= asked;
   }
 
