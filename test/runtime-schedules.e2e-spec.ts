@@ -26,6 +26,7 @@ interface Row {
   idempotency_key: string;
   priority: number;
   max_attempts: number;
+  group_key: string | null;
   run_at_ms: number;
 }
 
@@ -36,7 +37,7 @@ describe('runtime schedules', () => {
 
   const rows = () =>
     db.query<Row>(
-      `SELECT payload, idempotency_key, priority, max_attempts, (extract(epoch FROM run_at) * 1000)::float8 AS run_at_ms
+      `SELECT payload, idempotency_key, priority, max_attempts, group_key, (extract(epoch FROM run_at) * 1000)::float8 AS run_at_ms
        FROM job_queue.jobs WHERE type = 'rs.report' ORDER BY run_at`,
     );
   const startWorker = async (workerId: string) => {
@@ -68,7 +69,7 @@ describe('runtime schedules', () => {
       cron: '* * * * * *',
       type: 'rs.report',
       payload: { report: 'sales' },
-      options: { priority: 5, maxAttempts: 2 },
+      options: { priority: 5, maxAttempts: 2, group: 'acme' },
     });
     expect(saved).toMatchObject({ name: 'every-second', source: 'runtime', type: 'rs.report', timezone: 'UTC', lastSlot: null });
     expect(saved.nextSlot).toBeInstanceOf(Date);
@@ -79,7 +80,7 @@ describe('runtime schedules', () => {
     for (const [i, row] of slots.entries()) {
       expect(row.payload).toEqual({ report: 'sales', scheduledFor: new Date(row.run_at_ms).toISOString() });
       expect(row.idempotency_key).toBe(`schedule:every-second:${row.payload.scheduledFor}`);
-      expect(row).toMatchObject({ priority: 5, max_attempts: 2 });
+      expect(row).toMatchObject({ priority: 5, max_attempts: 2, group_key: 'acme' });
       if (i > 0) expect(row.run_at_ms - slots[i - 1].run_at_ms).toBe(1_000);
     }
     const listed = await waitFor(
@@ -173,6 +174,7 @@ describe('runtime schedules', () => {
       ['bad-payload', { cron: '* * * * *', type: 'rs.report', payload: [1] as never }, 'payload'],
       ['bad-option', { cron: '* * * * *', type: 'rs.report', options: { delayMs: 5 } as never }, 'options.delayMs'],
       ['bad-attempts', { cron: '* * * * *', type: 'rs.report', options: { maxAttempts: 0 } }, 'options.maxAttempts'],
+      ['bad-group', { cron: '* * * * *', type: 'rs.report', options: { group: '' } }, 'options.group'],
     ];
     for (const [name, definition, field] of refusals) {
       const error = await admin.admin.upsertSchedule(name, definition).catch((e: unknown) => e);

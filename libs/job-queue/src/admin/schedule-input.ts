@@ -19,7 +19,9 @@ const SPARED = 'Nothing was saved.';
 const NAME = /^\S(.{0,198}\S)?$/;
 /** The columns are int4. */
 const INT4_MAX = 2_147_483_647;
-const OPTION_KEYS: ReadonlyArray<keyof ScheduleJobOptions> = ['priority', 'maxAttempts', 'orderingKey'];
+const OPTION_KEYS: ReadonlyArray<keyof ScheduleJobOptions> = ['priority', 'maxAttempts', 'orderingKey', 'group'];
+/** As for enqueue: keys and groups are indexed text. */
+const MAX_KEY_LENGTH = 512;
 
 /** A schedule definition checked field by field; a refusal names the field and saves nothing. */
 export function checkedSchedule(name: unknown, definition: ScheduleDefinition | undefined) {
@@ -77,6 +79,12 @@ function checkedOptions(options: unknown): ScheduleJobOptions {
       throw new InvalidJobError('options.orderingKey', 'must be a non-empty string', SPARED);
     }
     checked.orderingKey = given.orderingKey;
+  }
+  if (given.group !== undefined) {
+    if (typeof given.group !== 'string' || given.group.length === 0 || given.group.length > MAX_KEY_LENGTH || given.group.includes('\u0000')) {
+      throw new InvalidJobError('options.group', `must be a non-empty string of at most ${MAX_KEY_LENGTH} characters, without NUL`, SPARED);
+    }
+    checked.group = given.group;
   }
   return checked;
 }

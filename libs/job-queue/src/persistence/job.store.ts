@@ -255,6 +255,8 @@ export interface ScheduleJobOptions {
   priority?: number;
   maxAttempts?: number;
   orderingKey?: string;
+  /** Each job's group (tenant fairness, where the handler sets `groupConcurrency`). */
+  group?: string;
 }
 
 /** A cron schedule added at run time (JobQueueAdmin.upsertSchedule). */

@@ -14,6 +14,7 @@ export interface CronEntry {
   readonly maxAttempts: number;
   readonly maxAttemptsFromJob: boolean;
   readonly orderingKey: string | null;
+  readonly groupKey: string | null;
   /** Each slot's idempotency key is this prefix and the slot's ISO time: one job per slot. */
   readonly idempotencyPrefix: string;
   /** A runtime schedule: its name (its slots are recorded) and the earliest time a slot may come from. */
@@ -31,6 +32,7 @@ export function decoratorEntry(handler: RegisteredHandler): CronEntry {
     maxAttempts: handler.maxAttempts,
     maxAttemptsFromJob: false,
     orderingKey: null,
+    groupKey: null,
     idempotencyPrefix: 'cron:',
     runtime: null,
   };
@@ -57,6 +59,7 @@ export function runtimeEntry(stored: StoredSchedule, defaultMaxAttempts: number)
     maxAttempts: maxAttempts ?? defaultMaxAttempts,
     maxAttemptsFromJob: maxAttempts !== undefined,
     orderingKey: stored.options.orderingKey ?? null,
+    groupKey: stored.options.group ?? null,
     idempotencyPrefix: `schedule:${stored.name}:`,
     runtime: { name: stored.name, cron: stored.cron, timezone: stored.timezone, notBefore: (stored.lastSlot ?? stored.updatedAt).getTime() },
   };

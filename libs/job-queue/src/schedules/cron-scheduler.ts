@@ -96,6 +96,7 @@ export class CronScheduler {
           delayMs: 0,
           idempotencyKey: `${entry.idempotencyPrefix}${scheduledFor}`,
           orderingKey: entry.orderingKey,
+          groupKey: entry.groupKey,
         });
       }
     }
