@@ -69,9 +69,10 @@ export class ClaimQuery {
   /**
    * The claim of one type whose handler sets `groupConcurrency`: the flow-control claim (the type's
    * limits apply as there) whose jobs are taken in turn across groups (groupedPick). Callers hold
-   * the type's job_types row lock (claimLimitedLock), which makes the turn and the groups' running
-   * counts exact. Its parameters: flowParams for the one type, then $12 the group cap, $13 how many
-   * groups one claim visits, at most, and $14 how far it looks for jobs without a group.
+   * the type's job_types row lock (claimGroupedLock, which also turns JIT off), which makes the
+   * turn and the groups' running counts exact. Its parameters: flowParams for the one type, then
+   * $12 the group cap, $13 how many groups one claim visits, at most, and $14 how far it looks
+   * for jobs without a group.
    */
   readonly groupedText: string;
 

@@ -87,7 +87,7 @@ export class JobClaimer {
 
   /**
    * A claim that includes types claimed in turn across groups: in one transaction that holds the
-   * row locks of those types and of the limited ones (claimLimitedLock), the other types by the
+   * row locks of those types and of the limited ones (claimGroupedLock), the other types by the
    * flow-control claim, then each grouped type by its own grouped claim, the request's limits
    * and its jobs that start at once shared out in that order. Which comes first alternates, so
    * neither kind can take a busy worker's free slots every time.
