@@ -47,20 +47,24 @@ export function groupedPick(jobs: string, groupTurns: string, oldestOfKey: strin
   const share = `GREATEST(LEAST(r.room, 2 * r.share), 0)`;
   return `turn AS (
         SELECT COALESCE((SELECT t.last_group FROM ${groupTurns} t WHERE t.type = $1[1]), '') AS last_group
+      ), ungrouped AS MATERIALIZED (
+        -- The claimable jobs without a group among the type's first $14 waiting, due jobs, read
+        -- once: they decide whether the ungrouped turn is visited, and are its candidates.
+        SELECT u.id, u.priority, u.run_at FROM (
+          SELECT j.id, j.priority, j.run_at, j.group_key FROM ${jobs} j
+          WHERE j.type = $1[1] AND j.status IN ${WAITING_SQL} AND j.run_at <= now()
+            AND (j.ordering_key IS NULL OR ${oldestOfKey})
+          ORDER BY j.priority DESC, j.run_at, j.id
+          LIMIT $14
+        ) u
+        WHERE u.group_key IS NULL
       ), visited AS MATERIALIZED (
         -- Numbered in the order the branches produce them: groups after the last turn, the turn of
         -- the jobs without a group (if some are within reach), then the groups up to and including
         -- the last turn's.
         SELECT v.grp, row_number() OVER () AS p FROM (
           ${groupsAfter('later', '(SELECT last_group FROM turn)')}
-          UNION ALL SELECT NULL::text WHERE EXISTS (
-            SELECT 1 FROM (
-              SELECT j.group_key FROM ${jobs} j
-              WHERE j.type = $1[1] AND j.status IN ${WAITING_SQL} AND j.run_at <= now()
-              ORDER BY j.priority DESC, j.run_at, j.id
-              LIMIT $14
-            ) u
-            WHERE u.group_key IS NULL)
+          UNION ALL SELECT NULL::text WHERE EXISTS (SELECT 1 FROM ungrouped)
           UNION ALL ${groupsAfter('earlier', "''", '(SELECT last_group FROM turn)')}
         ) v
         LIMIT $13
@@ -82,14 +86,8 @@ export function groupedPick(jobs: string, groupTurns: string, oldestOfKey: strin
            ORDER BY j.priority DESC, j.run_at, j.id
            LIMIT ${share})
           UNION ALL
-          (SELECT u.id, u.priority, u.run_at FROM (
-             SELECT j.id, j.priority, j.run_at, j.group_key FROM ${jobs} j
-             WHERE r.grp IS NULL AND j.type = $1[1] AND j.status IN ${WAITING_SQL} AND j.run_at <= now()
-               AND (j.ordering_key IS NULL OR ${oldestOfKey})
-             ORDER BY j.priority DESC, j.run_at, j.id
-             LIMIT $14
-           ) u
-           WHERE u.group_key IS NULL
+          (SELECT u.id, u.priority, u.run_at FROM ungrouped u
+           WHERE r.grp IS NULL
            ORDER BY u.priority DESC, u.run_at, u.id
            LIMIT ${share})
         ) c
